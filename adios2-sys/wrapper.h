@@ -1,0 +1,1 @@
+#include <adios2_c.h>

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs everything chimbuko-mpi needs to build, run and test, idempotently.
+#   - Debian packages: OpenMPI, parallel HDF5 (openmpi flavour), libclang, cmake, pkg-config
+#   - a project-local Python venv (.venv) with the `adios2` wheel (it ships the
+#     ADIOS2 C library and headers we link against), h5py, numpy and pytest
+# Works as root, or as a normal user with sudo. Safe to run again.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${CHIMBUKO_VENV:-$ROOT/.venv}"
+
+APT_PACKAGES=(
+  build-essential pkg-config cmake
+  openmpi-bin libopenmpi-dev
+  libhdf5-openmpi-dev hdf5-tools
+  libclang-dev clang
+  python3 python3-venv python3-pip
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing_packages() {
+  local p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+install_apt() {
+  local missing
+  missing="$(missing_packages)"
+  if [ -z "$missing" ]; then
+    echo "[setup] Debian packages: all present"
+    return
+  fi
+  echo "[setup] installing Debian packages: $(echo "$missing" | tr '\n' ' ')"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  # shellcheck disable=SC2086
+  as_root apt-get install -y -qq --no-install-recommends $missing
+}
+
+install_rust() {
+  if command -v cargo >/dev/null 2>&1; then
+    echo "[setup] Rust: $(cargo --version)"
+    return
+  fi
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    echo "[setup] Rust found in ~/.cargo/bin (add it to PATH)"
+    return
+  fi
+  echo "[setup] cargo not found: install Rust stable (https://rustup.rs) and re-run" >&2
+  exit 1
+}
+
+install_venv() {
+  local py="${PYTHON:-python3}"
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "[setup] creating Python venv at $VENV"
+    "$py" -m venv "$VENV"
+  fi
+  if "$VENV/bin/python" -c "import adios2, h5py, numpy, pytest" 2>/dev/null; then
+    echo "[setup] Python venv: adios2 $("$VENV/bin/python" -c 'import adios2; print(adios2.__version__)'), h5py, numpy, pytest present"
+    return
+  fi
+  echo "[setup] installing Python packages into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -r "$ROOT/scripts/requirements.txt"
+}
+
+install_apt
+install_rust
+install_venv
+echo "[setup] done"

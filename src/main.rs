@@ -1,0 +1,3 @@
+fn main() {
+    println!("chimbuko-mpi (ADIOS2 {})", chimbuko_mpi::trace::adios::adios2_version());
+}

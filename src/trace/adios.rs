@@ -1,0 +1,814 @@
+//! Safe layer over the ADIOS2 C API.
+//!
+//! This module is the only place in the crate with `unsafe` code: it owns the
+//! raw ADIOS2 handles and exposes streams as [`StreamReader`] and
+//! [`StreamWriter`] values that close themselves on drop. Everything above it
+//! (the TAU reader, `synth`, `dump`) works with plain Rust types.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+#[cfg_attr(not(adios2_has_string_data), allow(unused_imports))]
+use std::os::raw::c_char;
+use std::os::raw::c_void;
+use std::path::{Path, PathBuf};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use adios2_sys as sys;
+
+/// ADIOS2 engines we read and write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Engine {
+    /// BP4 files (what TAU writes by default for post-hoc analysis).
+    BP4,
+    /// BP5 files.
+    BP5,
+    /// File engine that detects BP3/BP4/BP5 on read (writes BP5).
+    BPFile,
+    /// Sustainable Staging Transport: in situ, writer and reader rendezvous
+    /// through a `<name>.sst` contact file.
+    SST,
+}
+
+impl Engine {
+    /// The engine name ADIOS2 expects.
+    pub fn adios_name(self) -> &'static str {
+        match self {
+            Engine::BP4 => "BP4",
+            Engine::BP5 => "BP5",
+            Engine::BPFile => "BPFile",
+            Engine::SST => "SST",
+        }
+    }
+
+    /// True for engines that store data in files (as opposed to staging).
+    pub fn is_file(self) -> bool {
+        !matches!(self, Engine::SST)
+    }
+
+    /// The path whose existence tells that a writer has started: the BP
+    /// directory itself, or the SST contact file `<name>.sst`.
+    pub fn rendezvous_path(self, stream: &Path) -> PathBuf {
+        match self {
+            Engine::SST => {
+                let mut s = stream.as_os_str().to_owned();
+                s.push(".sst");
+                PathBuf::from(s)
+            }
+            _ => stream.to_path_buf(),
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "BP4" => Ok(Engine::BP4),
+            "BP5" => Ok(Engine::BP5),
+            "BPFILE" | "FILE" => Ok(Engine::BPFile),
+            "SST" => Ok(Engine::SST),
+            other => Err(format!(
+                "unknown ADIOS2 engine '{other}' (expected BP4, BP5, BPFile or SST)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.adios_name())
+    }
+}
+
+/// An error from the ADIOS2 layer, always naming the stream and operation.
+#[derive(Debug, thiserror::Error)]
+pub enum AdiosError {
+    #[error("{path}: ADIOS2 {op} failed (error code {code})")]
+    Call {
+        path: String,
+        op: String,
+        code: i64,
+    },
+    #[error("{path}: stream not found: waited {waited:.1} s for {what} to appear")]
+    NotFound {
+        path: String,
+        what: String,
+        waited: f64,
+    },
+    #[error("{path}: ADIOS2 could not open the stream with engine {engine} (is it an ADIOS2 {engine} stream?)")]
+    Open { path: String, engine: Engine },
+    #[error("{path}: {msg}")]
+    Invalid { path: String, msg: String },
+}
+
+pub type Result<T> = std::result::Result<T, AdiosError>;
+
+/// Outcome of [`StreamReader::begin_step`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepStatus {
+    /// A new step is open for reading.
+    Ready,
+    /// No step arrived within the timeout; the stream is still open.
+    NotReady,
+    /// The writer closed the stream: no more steps will come.
+    EndOfStream,
+}
+
+/// The ADIOS2 element type of a variable, as far as the TAU format needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarType {
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    Other(i32),
+}
+
+impl ScalarType {
+    fn from_raw(t: sys::adios2_type) -> Self {
+        match t {
+            sys::adios2_type_int8_t => ScalarType::I8,
+            sys::adios2_type_int16_t => ScalarType::I16,
+            sys::adios2_type_int32_t => ScalarType::I32,
+            sys::adios2_type_int64_t => ScalarType::I64,
+            sys::adios2_type_uint8_t => ScalarType::U8,
+            sys::adios2_type_uint16_t => ScalarType::U16,
+            sys::adios2_type_uint32_t => ScalarType::U32,
+            sys::adios2_type_uint64_t => ScalarType::U64,
+            other => ScalarType::Other(other),
+        }
+    }
+}
+
+/// Value of an attribute. TAU writes only single strings; other kinds are
+/// kept in a printable form so `dump` can show them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrValue {
+    Text(String),
+    Other(String),
+}
+
+impl AttrValue {
+    pub fn as_text(&self) -> &str {
+        match self {
+            AttrValue::Text(s) | AttrValue::Other(s) => s,
+        }
+    }
+}
+
+/// Types that can be written as ADIOS2 scalars.
+pub trait AdiosScalar: Copy {
+    #[doc(hidden)]
+    const RAW_TYPE: sys::adios2_type;
+}
+impl AdiosScalar for u64 {
+    const RAW_TYPE: sys::adios2_type = sys::adios2_type_uint64_t;
+}
+impl AdiosScalar for i32 {
+    const RAW_TYPE: sys::adios2_type = sys::adios2_type_int32_t;
+}
+impl AdiosScalar for i64 {
+    const RAW_TYPE: sys::adios2_type = sys::adios2_type_int64_t;
+}
+impl AdiosScalar for u32 {
+    const RAW_TYPE: sys::adios2_type = sys::adios2_type_uint32_t;
+}
+
+/// Owns an `adios2_adios` context (one per stream, so streams are independent).
+struct Context {
+    adios: *mut sys::adios2_adios,
+    io: *mut sys::adios2_io,
+}
+
+impl Context {
+    fn new(path: &str, io_name: &str, engine: Engine, params: &[(String, String)]) -> Result<Self> {
+        // SAFETY: plain constructor; NULL is checked.
+        let adios = unsafe { sys::adios2_init_serial() };
+        if adios.is_null() {
+            return Err(call_err(path, "adios2_init_serial", -1));
+        }
+        let ctx_guard = Context {
+            adios,
+            io: ptr::null_mut(),
+        };
+        let io_c = cstring(path, io_name)?;
+        // SAFETY: adios is valid; io_c outlives the call.
+        let io = unsafe { sys::adios2_declare_io(adios, io_c.as_ptr()) };
+        if io.is_null() {
+            return Err(call_err(path, "adios2_declare_io", -1));
+        }
+        let mut ctx = ctx_guard;
+        ctx.io = io;
+        let engine_c = cstring(path, engine.adios_name())?;
+        // SAFETY: io valid, strings valid for the call.
+        check(path, "adios2_set_engine", unsafe {
+            sys::adios2_set_engine(io, engine_c.as_ptr())
+        })?;
+        for (k, v) in params {
+            let (kc, vc) = (cstring(path, k)?, cstring(path, v)?);
+            // SAFETY: as above.
+            check(path, "adios2_set_parameter", unsafe {
+                sys::adios2_set_parameter(io, kc.as_ptr(), vc.as_ptr())
+            })?;
+        }
+        Ok(ctx)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: adios came from adios2_init_serial and is finalized once.
+        unsafe {
+            sys::adios2_finalize(self.adios);
+        }
+    }
+}
+
+fn call_err(path: &str, op: &str, code: i64) -> AdiosError {
+    AdiosError::Call {
+        path: path.to_owned(),
+        op: op.to_owned(),
+        code,
+    }
+}
+
+fn check(path: &str, op: &str, code: sys::adios2_error) -> Result<()> {
+    if code == sys::adios2_error_none {
+        Ok(())
+    } else {
+        Err(call_err(path, op, code as i64))
+    }
+}
+
+fn cstring(path: &str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| AdiosError::Invalid {
+        path: path.to_owned(),
+        msg: format!("name contains a NUL byte: {s:?}"),
+    })
+}
+
+/// Waits until `target` exists or `timeout` passes.
+fn wait_for_path(stream: &str, target: &Path, timeout: Duration) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        if target.exists() {
+            return Ok(());
+        }
+        if start.elapsed() >= timeout {
+            return Err(AdiosError::NotFound {
+                path: stream.to_owned(),
+                what: target.display().to_string(),
+                waited: start.elapsed().as_secs_f64(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Options for opening a stream for reading.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// ADIOS2 IO name (TAU uses `tau-metrics`).
+    pub io_name: String,
+    /// How long to wait for the stream (file or SST contact file) to appear.
+    pub open_timeout: Duration,
+    /// Extra engine parameters.
+    pub params: Vec<(String, String)>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            io_name: "tau-metrics".into(),
+            open_timeout: Duration::from_secs(60),
+            params: Vec::new(),
+        }
+    }
+}
+
+/// A stream opened for step-by-step reading. Closed on drop.
+pub struct StreamReader {
+    // Field order matters: the engine must close before the context finalizes.
+    engine: *mut sys::adios2_engine,
+    ctx: Context,
+    path: String,
+    in_step: bool,
+}
+
+impl StreamReader {
+    /// Opens `path` for streaming read with `engine`, waiting up to
+    /// `opts.open_timeout` for the writer to create it.
+    pub fn open(path: &Path, engine: Engine, opts: &ReadOptions) -> Result<Self> {
+        let path_s = path.display().to_string();
+        wait_for_path(&path_s, &engine.rendezvous_path(path), opts.open_timeout)?;
+        let mut params = opts.params.clone();
+        let secs = opts.open_timeout.as_secs_f64().max(1.0).to_string();
+        if !params.iter().any(|(k, _)| k.eq_ignore_ascii_case("OpenTimeoutSecs")) {
+            params.push(("OpenTimeoutSecs".into(), secs));
+        }
+        let ctx = Context::new(&path_s, &opts.io_name, engine, &params)?;
+        let name_c = cstring(&path_s, &path_s)?;
+        // SAFETY: io valid; name_c valid for the call.
+        let eng = unsafe { sys::adios2_open(ctx.io, name_c.as_ptr(), sys::adios2_mode_read) };
+        if eng.is_null() {
+            return Err(AdiosError::Open {
+                path: path_s,
+                engine,
+            });
+        }
+        Ok(StreamReader {
+            engine: eng,
+            ctx,
+            path: path_s,
+            in_step: false,
+        })
+    }
+
+    /// The stream's path, for messages.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Waits up to `timeout` for the next step.
+    pub fn begin_step(&mut self, timeout: Duration) -> Result<StepStatus> {
+        if self.in_step {
+            self.end_step()?;
+        }
+        let mut status: sys::adios2_step_status = sys::adios2_step_status_other_error;
+        // SAFETY: engine valid; status is a valid out pointer.
+        let err = unsafe {
+            sys::adios2_begin_step(
+                self.engine,
+                sys::adios2_step_mode_read,
+                timeout.as_secs_f32(),
+                &mut status,
+            )
+        };
+        check(&self.path, "adios2_begin_step", err)?;
+        match status {
+            sys::adios2_step_status_ok => {
+                self.in_step = true;
+                Ok(StepStatus::Ready)
+            }
+            sys::adios2_step_status_not_ready => Ok(StepStatus::NotReady),
+            sys::adios2_step_status_end_of_stream => Ok(StepStatus::EndOfStream),
+            other => Err(call_err(&self.path, "adios2_begin_step (step status)", other as i64)),
+        }
+    }
+
+    /// The ADIOS2 step number of the open step.
+    pub fn current_step(&self) -> Result<usize> {
+        let mut step = 0usize;
+        // SAFETY: engine valid; out pointer valid.
+        check(&self.path, "adios2_current_step", unsafe {
+            sys::adios2_current_step(&mut step, self.engine)
+        })?;
+        Ok(step)
+    }
+
+    fn variable(&self, name: &str) -> Result<Option<*mut sys::adios2_variable>> {
+        let c = cstring(&self.path, name)?;
+        // SAFETY: io valid; returns NULL when the variable is absent this step.
+        let v = unsafe { sys::adios2_inquire_variable(self.ctx.io, c.as_ptr()) };
+        Ok((!v.is_null()).then_some(v))
+    }
+
+    fn variable_type(&self, var: *mut sys::adios2_variable, name: &str) -> Result<ScalarType> {
+        let mut t: sys::adios2_type = 0;
+        // SAFETY: var came from inquire_variable in this step.
+        check(&self.path, &format!("adios2_variable_type({name})"), unsafe {
+            sys::adios2_variable_type(&mut t, var)
+        })?;
+        Ok(ScalarType::from_raw(t))
+    }
+
+    /// Global shape of a variable in the current step, `None` if absent.
+    pub fn shape(&self, name: &str) -> Result<Option<Vec<usize>>> {
+        let Some(var) = self.variable(name)? else {
+            return Ok(None);
+        };
+        let mut ndims = 0usize;
+        // SAFETY: var valid; out pointers valid and sized from ndims.
+        check(&self.path, &format!("adios2_variable_ndims({name})"), unsafe {
+            sys::adios2_variable_ndims(&mut ndims, var)
+        })?;
+        let mut shape = vec![0usize; ndims.max(1)];
+        if ndims > 0 {
+            check(&self.path, &format!("adios2_variable_shape({name})"), unsafe {
+                sys::adios2_variable_shape(shape.as_mut_ptr(), var)
+            })?;
+        }
+        shape.truncate(ndims);
+        Ok(Some(shape))
+    }
+
+    /// Reads an integer scalar of the current step as `i128` (so that every
+    /// ADIOS2 integer type fits); `None` if the variable is absent.
+    pub fn read_integer(&mut self, name: &str) -> Result<Option<i128>> {
+        let Some(var) = self.variable(name)? else {
+            return Ok(None);
+        };
+        let t = self.variable_type(var, name)?;
+        let mut buf = [0u8; 8];
+        let op = format!("adios2_get({name})");
+        // SAFETY: buf has room for any 8-byte scalar; sync get completes before return.
+        check(&self.path, &op, unsafe {
+            sys::adios2_get(
+                self.engine,
+                var,
+                buf.as_mut_ptr() as *mut c_void,
+                sys::adios2_mode_sync,
+            )
+        })?;
+        let v = match t {
+            ScalarType::I8 => i8::from_ne_bytes([buf[0]]) as i128,
+            ScalarType::U8 => buf[0] as i128,
+            ScalarType::I16 => i16::from_ne_bytes([buf[0], buf[1]]) as i128,
+            ScalarType::U16 => u16::from_ne_bytes([buf[0], buf[1]]) as i128,
+            ScalarType::I32 => i32::from_ne_bytes(buf[..4].try_into().unwrap_or([0; 4])) as i128,
+            ScalarType::U32 => u32::from_ne_bytes(buf[..4].try_into().unwrap_or([0; 4])) as i128,
+            ScalarType::I64 => i64::from_ne_bytes(buf) as i128,
+            ScalarType::U64 => u64::from_ne_bytes(buf) as i128,
+            ScalarType::Other(code) => {
+                return Err(AdiosError::Invalid {
+                    path: self.path.clone(),
+                    msg: format!("variable {name} has non-integer ADIOS2 type {code}"),
+                })
+            }
+        };
+        Ok(Some(v))
+    }
+
+    /// Reads rows `0..n` of a 2-D `uint64` variable `[N, W]` in the current
+    /// step with an explicit selection (shapes change every step).
+    /// `None` if the variable is absent this step.
+    pub fn read_rows<const W: usize>(&mut self, name: &str, n: usize) -> Result<Option<Vec<[u64; W]>>> {
+        let Some(var) = self.variable(name)? else {
+            return Ok(None);
+        };
+        let t = self.variable_type(var, name)?;
+        if !matches!(t, ScalarType::U64 | ScalarType::I64) {
+            return Err(AdiosError::Invalid {
+                path: self.path.clone(),
+                msg: format!("variable {name} has type {t:?}, expected uint64"),
+            });
+        }
+        let shape = self.shape(name)?.unwrap_or_default();
+        if shape.len() != 2 || shape[1] != W || shape[0] < n {
+            return Err(AdiosError::Invalid {
+                path: self.path.clone(),
+                msg: format!("variable {name} has shape {shape:?}, expected [>= {n}, {W}]"),
+            });
+        }
+        let mut rows: Vec<[u64; W]> = vec![[0u64; W]; n];
+        if n == 0 {
+            return Ok(Some(rows));
+        }
+        let start = [0usize, 0];
+        let count = [n, W];
+        let op = format!("adios2_set_selection({name})");
+        // SAFETY: var valid; start/count arrays of length 2 match ndims.
+        check(&self.path, &op, unsafe {
+            sys::adios2_set_selection(var, 2, start.as_ptr(), count.as_ptr())
+        })?;
+        let op = format!("adios2_get({name})");
+        // SAFETY: rows holds exactly n*W contiguous u64 ([u64; W] has no
+        // padding), matching the selection; sync get completes before return.
+        check(&self.path, &op, unsafe {
+            sys::adios2_get(
+                self.engine,
+                var,
+                rows.as_mut_ptr() as *mut c_void,
+                sys::adios2_mode_sync,
+            )
+        })?;
+        Ok(Some(rows))
+    }
+
+    /// Names of all attributes visible now.
+    pub fn attribute_names(&self) -> Result<Vec<String>> {
+        let mut size = 0usize;
+        // SAFETY: io valid. The returned array and its strings are malloc'ed
+        // by ADIOS2 and freed here.
+        let arr = unsafe { sys::adios2_available_attributes(self.ctx.io, &mut size) };
+        let mut names = Vec::with_capacity(size);
+        if arr.is_null() {
+            return Ok(names);
+        }
+        for i in 0..size {
+            // SAFETY: i < size; each entry is a NUL-terminated string or NULL.
+            unsafe {
+                let p = *arr.add(i);
+                if !p.is_null() {
+                    names.push(CStr::from_ptr(p).to_string_lossy().into_owned());
+                    libc_free(p as *mut c_void);
+                }
+            }
+        }
+        // SAFETY: arr was allocated by ADIOS2 with malloc.
+        unsafe { libc_free(arr as *mut c_void) };
+        Ok(names)
+    }
+
+    /// Reads one attribute's value; `None` if it does not exist.
+    pub fn attribute(&self, name: &str) -> Result<Option<AttrValue>> {
+        let c = cstring(&self.path, name)?;
+        // SAFETY: io valid; NULL if absent.
+        let attr = unsafe { sys::adios2_inquire_attribute(self.ctx.io, c.as_ptr()) };
+        if attr.is_null() {
+            return Ok(None);
+        }
+        let mut t: sys::adios2_type = 0;
+        // SAFETY: attr valid.
+        check(&self.path, "adios2_attribute_type", unsafe {
+            sys::adios2_attribute_type(&mut t, attr)
+        })?;
+        let mut is_value: sys::adios2_bool = 0;
+        check(&self.path, "adios2_attribute_is_value", unsafe {
+            sys::adios2_attribute_is_value(&mut is_value, attr)
+        })?;
+        if t == sys::adios2_type_string && is_value == sys::adios2_true {
+            return Ok(Some(AttrValue::Text(self.string_attribute(attr, name)?)));
+        }
+        let mut n = 0usize;
+        check(&self.path, "adios2_attribute_size", unsafe {
+            sys::adios2_attribute_size(&mut n, attr)
+        })?;
+        Ok(Some(AttrValue::Other(format!(
+            "<attribute of ADIOS2 type {t}, {n} element(s)>"
+        ))))
+    }
+
+    #[cfg(adios2_has_string_data)]
+    fn string_attribute(&self, attr: *mut sys::adios2_attribute, name: &str) -> Result<String> {
+        let mut len = 0usize;
+        let op = format!("adios2_attribute_string_data({name})");
+        // SAFETY: two-call pattern: NULL buffer returns the length, then a
+        // buffer of len+1 bytes receives the data.
+        check(&self.path, &op, unsafe {
+            sys::adios2_attribute_string_data(attr, ptr::null_mut(), &mut len)
+        })?;
+        let mut buf = vec![0u8; len + 1];
+        check(&self.path, &op, unsafe {
+            sys::adios2_attribute_string_data(attr, buf.as_mut_ptr() as *mut c_char, &mut len)
+        })?;
+        buf.truncate(len.min(buf.len()));
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    #[cfg(not(adios2_has_string_data))]
+    fn string_attribute(&self, attr: *mut sys::adios2_attribute, name: &str) -> Result<String> {
+        // Older ADIOS2 has no length query for string attributes; TAU's values
+        // are short, and 1 MiB is far beyond any of them.
+        let mut buf = vec![0u8; 1 << 20];
+        let mut len = 0usize;
+        let op = format!("adios2_attribute_data({name})");
+        // SAFETY: buf is large enough for any attribute TAU writes.
+        check(&self.path, &op, unsafe {
+            sys::adios2_attribute_data(buf.as_mut_ptr() as *mut c_void, &mut len, attr)
+        })?;
+        buf.truncate(len.min(buf.len()));
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    /// Ends the open step (no-op if none is open).
+    pub fn end_step(&mut self) -> Result<()> {
+        if !self.in_step {
+            return Ok(());
+        }
+        self.in_step = false;
+        // SAFETY: engine valid and inside a step.
+        check(&self.path, "adios2_end_step", unsafe {
+            sys::adios2_end_step(self.engine)
+        })
+    }
+}
+
+impl Drop for StreamReader {
+    fn drop(&mut self) {
+        // SAFETY: engine valid; closed exactly once, before the context.
+        unsafe {
+            if self.in_step {
+                sys::adios2_end_step(self.engine);
+            }
+            sys::adios2_close(self.engine);
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "free"]
+    fn libc_free(p: *mut c_void);
+}
+
+/// Options for opening a stream for writing.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    pub io_name: String,
+    pub params: Vec<(String, String)>,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            io_name: "tau-metrics".into(),
+            params: Vec::new(),
+        }
+    }
+}
+
+/// A stream opened for writing, step by step. Closed on drop.
+pub struct StreamWriter {
+    engine: *mut sys::adios2_engine,
+    ctx: Context,
+    path: String,
+    vars: HashMap<String, *mut sys::adios2_variable>,
+    in_step: bool,
+    closed: bool,
+}
+
+impl StreamWriter {
+    /// Creates (or truncates) the stream. For SST this blocks until the
+    /// engine's `RendezvousReaderCount` readers (default 1) have connected.
+    pub fn create(path: &Path, engine: Engine, opts: &WriteOptions) -> Result<Self> {
+        let path_s = path.display().to_string();
+        let ctx = Context::new(&path_s, &opts.io_name, engine, &opts.params)?;
+        let name_c = cstring(&path_s, &path_s)?;
+        // SAFETY: io valid; name valid for the call.
+        let eng = unsafe { sys::adios2_open(ctx.io, name_c.as_ptr(), sys::adios2_mode_write) };
+        if eng.is_null() {
+            return Err(AdiosError::Open {
+                path: path_s,
+                engine,
+            });
+        }
+        Ok(StreamWriter {
+            engine: eng,
+            ctx,
+            path: path_s,
+            vars: HashMap::new(),
+            in_step: false,
+            closed: false,
+        })
+    }
+
+    fn define(&mut self, name: &str, t: sys::adios2_type, width: Option<usize>) -> Result<()> {
+        if self.vars.contains_key(name) {
+            return Ok(());
+        }
+        let c = cstring(&self.path, name)?;
+        // SAFETY: io valid; shape/start/count arrays have ndims entries.
+        let var = unsafe {
+            match width {
+                None => sys::adios2_define_variable(
+                    self.ctx.io,
+                    c.as_ptr(),
+                    t,
+                    0,
+                    ptr::null(),
+                    ptr::null(),
+                    ptr::null(),
+                    sys::adios2_constant_dims_true,
+                ),
+                Some(w) => {
+                    let shape = [1usize, w];
+                    let start = [0usize, 0];
+                    let count = [1usize, w];
+                    sys::adios2_define_variable(
+                        self.ctx.io,
+                        c.as_ptr(),
+                        t,
+                        2,
+                        shape.as_ptr(),
+                        start.as_ptr(),
+                        count.as_ptr(),
+                        sys::adios2_constant_dims_false,
+                    )
+                }
+            }
+        };
+        if var.is_null() {
+            return Err(call_err(&self.path, &format!("adios2_define_variable({name})"), -1));
+        }
+        self.vars.insert(name.to_owned(), var);
+        Ok(())
+    }
+
+    /// Defines a string attribute (TAU's names and metadata).
+    pub fn define_attribute(&mut self, name: &str, value: &str) -> Result<()> {
+        let (n, v) = (cstring(&self.path, name)?, cstring(&self.path, value)?);
+        // SAFETY: io valid; value is a NUL-terminated string as ADIOS2 expects
+        // for adios2_type_string.
+        let a = unsafe {
+            sys::adios2_define_attribute(
+                self.ctx.io,
+                n.as_ptr(),
+                sys::adios2_type_string,
+                v.as_ptr() as *const c_void,
+            )
+        };
+        if a.is_null() {
+            return Err(call_err(&self.path, &format!("adios2_define_attribute({name})"), -1));
+        }
+        Ok(())
+    }
+
+    /// Starts a new output step.
+    pub fn begin_step(&mut self) -> Result<()> {
+        let mut status: sys::adios2_step_status = 0;
+        // SAFETY: engine valid.
+        check(&self.path, "adios2_begin_step", unsafe {
+            sys::adios2_begin_step(self.engine, sys::adios2_step_mode_append, -1.0, &mut status)
+        })?;
+        self.in_step = true;
+        Ok(())
+    }
+
+    /// Writes a scalar in the current step.
+    pub fn put_scalar<T: AdiosScalar>(&mut self, name: &str, value: T) -> Result<()> {
+        self.define(name, T::RAW_TYPE, None)?;
+        let var = self.vars[name];
+        // SAFETY: value lives across the sync put.
+        check(&self.path, &format!("adios2_put({name})"), unsafe {
+            sys::adios2_put(
+                self.engine,
+                var,
+                &value as *const T as *const c_void,
+                sys::adios2_mode_sync,
+            )
+        })
+    }
+
+    /// Writes `rows` as a 2-D `uint64` array `[rows.len(), W]` in the current
+    /// step. Like TAU, an empty array is not written at all.
+    pub fn put_rows<const W: usize>(&mut self, name: &str, rows: &[[u64; W]]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.define(name, sys::adios2_type_uint64_t, Some(W))?;
+        let var = self.vars[name];
+        let shape = [rows.len(), W];
+        let start = [0usize, 0];
+        // SAFETY: var valid; arrays have 2 entries; rows is contiguous n*W
+        // u64 and outlives the sync put.
+        unsafe {
+            check(&self.path, &format!("adios2_set_shape({name})"), sys::adios2_set_shape(var, 2, shape.as_ptr()))?;
+            check(
+                &self.path,
+                &format!("adios2_set_selection({name})"),
+                sys::adios2_set_selection(var, 2, start.as_ptr(), shape.as_ptr()),
+            )?;
+            check(
+                &self.path,
+                &format!("adios2_put({name})"),
+                sys::adios2_put(self.engine, var, rows.as_ptr() as *const c_void, sys::adios2_mode_sync),
+            )
+        }
+    }
+
+    /// Ends the current step (makes it visible to readers).
+    pub fn end_step(&mut self) -> Result<()> {
+        self.in_step = false;
+        // SAFETY: engine valid and inside a step.
+        check(&self.path, "adios2_end_step", unsafe {
+            sys::adios2_end_step(self.engine)
+        })
+    }
+
+    /// Closes the stream, reporting errors (drop closes silently).
+    pub fn close(mut self) -> Result<()> {
+        self.closed = true;
+        // SAFETY: engine valid; closed once (Drop sees `closed`).
+        unsafe {
+            if self.in_step {
+                check(&self.path, "adios2_end_step", sys::adios2_end_step(self.engine))?;
+            }
+            check(&self.path, "adios2_close", sys::adios2_close(self.engine))
+        }
+    }
+}
+
+impl Drop for StreamWriter {
+    fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        // SAFETY: engine valid; closed once.
+        unsafe {
+            if self.in_step {
+                sys::adios2_end_step(self.engine);
+            }
+            sys::adios2_close(self.engine);
+        }
+    }
+}
+
+/// Version of the ADIOS2 library headers we were built against.
+pub fn adios2_version() -> &'static str {
+    sys::ADIOS2_HEADER_VERSION
+}

@@ -1,0 +1,240 @@
+//! The TAU-over-ADIOS2 stream format: variable names, row layouts and the
+//! meaning of attributes (see `docs/stream-format.md`).
+
+use serde::{Deserialize, Serialize};
+
+/// ADIOS2 IO name TAU uses.
+pub const TAU_IO_NAME: &str = "tau-metrics";
+
+/// Variable names.
+pub const VAR_FUNC_COUNT: &str = "timer_event_count";
+pub const VAR_FUNC_ROWS: &str = "event_timestamps";
+pub const VAR_COMM_COUNT: &str = "comm_count";
+pub const VAR_COMM_ROWS: &str = "comm_timestamps";
+pub const VAR_COUNTER_COUNT: &str = "counter_event_count";
+pub const VAR_COUNTER_ROWS: &str = "counter_values";
+/// Extra scalars TAU writes (int32): number of timers/counters/... defined so far.
+pub const VAR_TIMER_COUNT: &str = "timer_count";
+pub const VAR_COUNTER_DEF_COUNT: &str = "counter_count";
+pub const VAR_EVENT_TYPE_COUNT: &str = "event_type_count";
+pub const VAR_THREAD_COUNT: &str = "thread_count";
+pub const VAR_PROGRAM_COUNT: &str = "program_count";
+pub const VAR_COMM_RANK_COUNT: &str = "comm_rank_count";
+
+/// Row widths.
+pub const FUNC_WIDTH: usize = 6;
+pub const COMM_WIDTH: usize = 8;
+pub const COUNTER_WIDTH: usize = 6;
+
+/// A function event: `[program, rank, thread, event type, function, timestamp]`.
+pub type FuncRow = [u64; FUNC_WIDTH];
+/// A communication event:
+/// `[program, rank, thread, event type, tag, partner, bytes, timestamp]`.
+pub type CommRow = [u64; COMM_WIDTH];
+/// A counter event: `[program, rank, thread, counter, value, timestamp]`.
+pub type CounterRow = [u64; COUNTER_WIDTH];
+
+/// Columns shared by all three row kinds.
+pub const COL_PROGRAM: usize = 0;
+pub const COL_RANK: usize = 1;
+pub const COL_THREAD: usize = 2;
+/// Function rows.
+pub const FUNC_COL_EVENT_TYPE: usize = 3;
+pub const FUNC_COL_FUNCTION: usize = 4;
+pub const FUNC_COL_TIMESTAMP: usize = 5;
+/// Comm rows.
+pub const COMM_COL_EVENT_TYPE: usize = 3;
+pub const COMM_COL_TAG: usize = 4;
+pub const COMM_COL_PARTNER: usize = 5;
+pub const COMM_COL_BYTES: usize = 6;
+pub const COMM_COL_TIMESTAMP: usize = 7;
+/// Counter rows.
+pub const COUNTER_COL_COUNTER: usize = 3;
+pub const COUNTER_COL_VALUE: usize = 4;
+pub const COUNTER_COL_TIMESTAMP: usize = 5;
+
+/// The four event types TAU names through `event_type <i>` attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventKind {
+    Entry,
+    Exit,
+    Send,
+    Recv,
+}
+
+impl EventKind {
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim() {
+            "ENTRY" => Some(EventKind::Entry),
+            "EXIT" => Some(EventKind::Exit),
+            "SEND" => Some(EventKind::Send),
+            "RECV" => Some(EventKind::Recv),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Entry => "ENTRY",
+            EventKind::Exit => "EXIT",
+            EventKind::Send => "SEND",
+            EventKind::Recv => "RECV",
+        }
+    }
+
+    /// True for ENTRY/EXIT (valid in function rows).
+    pub fn is_function(self) -> bool {
+        matches!(self, EventKind::Entry | EventKind::Exit)
+    }
+}
+
+/// Name of the counter TAU uses to pair a CPU launch with its GPU kernel.
+pub const CORRELATION_ID_COUNTER: &str = "Correlation ID";
+/// Prefix of the counters TAU's monitoring plugin writes.
+pub const MONITORING_PREFIX: &str = "monitoring: ";
+
+/// One `MetaData:<rank>:<thread>:<description>` attribute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataEntry {
+    pub rank: u64,
+    pub thread: u64,
+    pub description: String,
+    pub value: String,
+}
+
+/// What one attribute means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attribute {
+    Function { index: u64, name: String },
+    EventType { index: u64, name: String },
+    Counter { index: u64, name: String },
+    Metadata(MetadataEntry),
+    /// Anything else (`program_name 0`, ...), kept verbatim.
+    Other { key: String, value: String },
+    /// A key that looks like one of ours but does not parse (e.g. `timer x`).
+    Malformed { key: String, value: String },
+}
+
+/// Strips one pair of surrounding quotes, as TAU quotes some values.
+pub fn strip_quotes(v: &str) -> &str {
+    let t = v.trim();
+    if t.len() >= 2 && ((t.starts_with('"') && t.ends_with('"')) || (t.starts_with('\'') && t.ends_with('\''))) {
+        &t[1..t.len() - 1]
+    } else {
+        t
+    }
+}
+
+fn indexed(key: &str, prefix: &str) -> Option<Option<u64>> {
+    key.strip_prefix(prefix).map(|rest| rest.trim().parse::<u64>().ok())
+}
+
+/// Interprets one attribute key/value pair.
+pub fn parse_attribute(key: &str, value: &str) -> Attribute {
+    let value_s = strip_quotes(value).to_owned();
+    let malformed = || Attribute::Malformed {
+        key: key.to_owned(),
+        value: value_s.clone(),
+    };
+    if let Some(idx) = indexed(key, "timer ") {
+        return match idx {
+            Some(index) => Attribute::Function { index, name: value_s },
+            None => malformed(),
+        };
+    }
+    if let Some(idx) = indexed(key, "event_type ") {
+        return match idx {
+            Some(index) => Attribute::EventType { index, name: value_s },
+            None => malformed(),
+        };
+    }
+    if let Some(idx) = indexed(key, "counter ") {
+        return match idx {
+            Some(index) => Attribute::Counter { index, name: value_s },
+            None => malformed(),
+        };
+    }
+    if let Some(rest) = key.strip_prefix("MetaData:") {
+        let mut parts = rest.splitn(3, ':');
+        let (r, t, d) = (parts.next(), parts.next(), parts.next());
+        return match (r.and_then(|r| r.parse().ok()), t.and_then(|t| t.parse().ok()), d) {
+            (Some(rank), Some(thread), Some(description)) => Attribute::Metadata(MetadataEntry {
+                rank,
+                thread,
+                description: description.to_owned(),
+                value: value_s,
+            }),
+            _ => malformed(),
+        };
+    }
+    Attribute::Other {
+        key: key.to_owned(),
+        value: value_s,
+    }
+}
+
+/// Extracts the application rank from a TAU stream name
+/// `<prefix>-<binary>-<rank>.bp` (or the SST name without `.bp`).
+pub fn rank_from_stream_name(path: &std::path::Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".sst").unwrap_or(name);
+    let stem = stem.strip_suffix(".bp").unwrap_or(stem);
+    let (_, rank) = stem.rsplit_once('-')?;
+    rank.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_attribute_kind() {
+        assert_eq!(
+            parse_attribute("timer 4", "component1_function(int) [{main.C} {19,0}]"),
+            Attribute::Function {
+                index: 4,
+                name: "component1_function(int) [{main.C} {19,0}]".into()
+            }
+        );
+        assert_eq!(
+            parse_attribute("event_type 1", "EXIT"),
+            Attribute::EventType {
+                index: 1,
+                name: "EXIT".into()
+            }
+        );
+        assert_eq!(
+            parse_attribute("counter 0", "Correlation ID"),
+            Attribute::Counter {
+                index: 0,
+                name: "Correlation ID".into()
+            }
+        );
+        assert_eq!(
+            parse_attribute("MetaData:3:7:CUDA Device", "\"0\""),
+            Attribute::Metadata(MetadataEntry {
+                rank: 3,
+                thread: 7,
+                description: "CUDA Device".into(),
+                value: "0".into()
+            })
+        );
+        // Descriptions may contain colons.
+        match parse_attribute("MetaData:0:0:GPU[0] a:b", "x") {
+            Attribute::Metadata(m) => assert_eq!(m.description, "GPU[0] a:b"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse_attribute("timer x", "f"), Attribute::Malformed { .. }));
+        assert!(matches!(parse_attribute("MetaData:a:0:x", "f"), Attribute::Malformed { .. }));
+        assert!(matches!(parse_attribute("program_name 0", "main1"), Attribute::Other { .. }));
+    }
+
+    #[test]
+    fn rank_from_names() {
+        use std::path::Path;
+        assert_eq!(rank_from_stream_name(Path::new("/a/tau-metrics-main1-12.bp")), Some(12));
+        assert_eq!(rank_from_stream_name(Path::new("tau-metrics-main1-3")), Some(3));
+        assert_eq!(rank_from_stream_name(Path::new("tau-metrics-main1-3.bp.sst")), Some(3));
+        assert_eq!(rank_from_stream_name(Path::new("weird.bp")), None);
+    }
+}
