@@ -78,7 +78,10 @@ fn from_adios2_config(tried: &mut Vec<String>) -> Option<Found> {
             // Some installs print the library as a full path instead of -L/-l.
             libs.split_whitespace()
                 .map(PathBuf::from)
-                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libadios2_c")))
+                .find(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("libadios2_c"))
+                })
                 .and_then(|p| p.parent().map(Path::to_path_buf))
         });
     match (include, libdir) {
@@ -127,7 +130,10 @@ fn from_python_wheel(tried: &mut Vec<String>) -> Option<Found> {
         Ok(o) => {
             tried.push(format!(
                 "Python wheel: `{python} -c 'import adios2'` failed: {}",
-                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
             ));
             return None;
         }
@@ -185,14 +191,24 @@ fn main() {
         panic!("ADIOS2 not found; see the list above");
     };
 
-    println!("cargo:warning=adios2-sys: using ADIOS2 {} from {}", header_version(&found.include), found.how);
+    println!(
+        "cargo:warning=adios2-sys: using ADIOS2 {} from {}",
+        header_version(&found.include),
+        found.how
+    );
     println!("cargo:rustc-link-search=native={}", found.libdir.display());
     println!("cargo:rustc-link-lib=dylib=adios2_c");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", found.libdir.display());
     println!("cargo:libdir={}", found.libdir.display());
     println!("cargo:include={}", found.include.display());
-    println!("cargo:rustc-env=ADIOS2_SYS_VERSION={}", header_version(&found.include));
-    println!("cargo:rerun-if-changed={}", found.include.join("adios2_c.h").display());
+    println!(
+        "cargo:rustc-env=ADIOS2_SYS_VERSION={}",
+        header_version(&found.include)
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        found.include.join("adios2_c.h").display()
+    );
 
     // `adios2_attribute_string_data` (safe two-call string read) exists since
     // ADIOS2 2.12; older installs only have `adios2_attribute_data`.
@@ -200,7 +216,10 @@ fn main() {
     let has_string_data = std::fs::read_to_string(attr_header)
         .map(|t| t.contains("adios2_attribute_string_data"))
         .unwrap_or(false);
-    println!("cargo:has_string_data={}", if has_string_data { 1 } else { 0 });
+    println!(
+        "cargo:has_string_data={}",
+        if has_string_data { 1 } else { 0 }
+    );
 
     let bindings = bindgen::Builder::default()
         .header("wrapper.h")

@@ -1,1 +1,6 @@
+//! chimbuko-mpi: in situ performance anomaly detection for TAU traces,
+//! bulk-synchronous over MPI. See `docs/` and the README for the user view.
+
+pub mod dump;
+pub mod synth;
 pub mod trace;

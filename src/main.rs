@@ -1,3 +1,101 @@
-fn main() {
-    println!("chimbuko-mpi (ADIOS2 {})", chimbuko_mpi::trace::adios::adios2_version());
+//! The `chimbuko-mpi` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use chimbuko_mpi::dump::{self, DumpOptions};
+use chimbuko_mpi::synth;
+use chimbuko_mpi::trace::adios::{Engine, ReadOptions};
+use chimbuko_mpi::trace::tau::TauReaderOptions;
+
+#[derive(Parser)]
+#[command(
+    name = "chimbuko-mpi",
+    version,
+    about = "In situ performance anomaly detection for TAU traces over MPI"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write synthetic TAU-format streams (and their ground truth) from a scenario file.
+    Synth(synth::SynthArgs),
+    /// Summarise what a TAU stream holds, step by step.
+    Dump(DumpArgs),
+}
+
+#[derive(Args)]
+struct DumpArgs {
+    /// Stream path (`<prefix>-<binary>-<rank>.bp`; for SST the name without `.sst`).
+    stream: PathBuf,
+    /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
+    #[arg(long, default_value = "BPFile")]
+    engine: Engine,
+    /// Seconds to wait for the stream to appear.
+    #[arg(long, default_value_t = 10.0)]
+    open_timeout: f64,
+    /// Stop after this many seconds without a new step (streaming engines).
+    #[arg(long)]
+    step_timeout: Option<f64>,
+    /// Program index written into every row.
+    #[arg(long, default_value_t = 0)]
+    program_idx: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// With --json, include every row.
+    #[arg(long)]
+    rows: bool,
+    /// Only totals and read throughput (benchmark mode).
+    #[arg(long)]
+    summary: bool,
+}
+
+fn run_dump(a: DumpArgs) -> anyhow::Result<()> {
+    let reader = TauReaderOptions {
+        engine: a.engine,
+        program_idx: a.program_idx,
+        adios: ReadOptions {
+            open_timeout: Duration::from_secs_f64(a.open_timeout.max(0.0)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let opts = DumpOptions {
+        rows: a.rows,
+        totals_only: a.summary,
+        step_timeout: a.step_timeout.map(|s| Duration::from_secs_f64(s.max(0.0))),
+    };
+    let s = dump::dump_stream(&a.stream, reader, &opts)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if a.json {
+        serde_json::to_writer(&mut out, &s)?;
+        use std::io::Write;
+        writeln!(out)?;
+    } else {
+        dump::print_table(&s, &mut out)?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Synth(a) => synth::run_cli(a),
+        Command::Dump(a) => run_dump(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chimbuko-mpi: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -3,7 +3,12 @@
 //!
 //! Everything here is `unsafe`; the safe layer lives in
 //! `chimbuko_mpi::trace::adios`.
-#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+#![allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
 #![allow(clippy::all)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

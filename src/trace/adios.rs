@@ -85,11 +85,7 @@ impl std::fmt::Display for Engine {
 #[derive(Debug, thiserror::Error)]
 pub enum AdiosError {
     #[error("{path}: ADIOS2 {op} failed (error code {code})")]
-    Call {
-        path: String,
-        op: String,
-        code: i64,
-    },
+    Call { path: String, op: String, code: i64 },
     #[error("{path}: stream not found: waited {waited:.1} s for {what} to appear")]
     NotFound {
         path: String,
@@ -308,7 +304,10 @@ impl StreamReader {
         wait_for_path(&path_s, &engine.rendezvous_path(path), opts.open_timeout)?;
         let mut params = opts.params.clone();
         let secs = opts.open_timeout.as_secs_f64().max(1.0).to_string();
-        if !params.iter().any(|(k, _)| k.eq_ignore_ascii_case("OpenTimeoutSecs")) {
+        if !params
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("OpenTimeoutSecs"))
+        {
             params.push(("OpenTimeoutSecs".into(), secs));
         }
         let ctx = Context::new(&path_s, &opts.io_name, engine, &params)?;
@@ -357,7 +356,11 @@ impl StreamReader {
             }
             sys::adios2_step_status_not_ready => Ok(StepStatus::NotReady),
             sys::adios2_step_status_end_of_stream => Ok(StepStatus::EndOfStream),
-            other => Err(call_err(&self.path, "adios2_begin_step (step status)", other as i64)),
+            other => Err(call_err(
+                &self.path,
+                "adios2_begin_step (step status)",
+                other as i64,
+            )),
         }
     }
 
@@ -381,9 +384,11 @@ impl StreamReader {
     fn variable_type(&self, var: *mut sys::adios2_variable, name: &str) -> Result<ScalarType> {
         let mut t: sys::adios2_type = 0;
         // SAFETY: var came from inquire_variable in this step.
-        check(&self.path, &format!("adios2_variable_type({name})"), unsafe {
-            sys::adios2_variable_type(&mut t, var)
-        })?;
+        check(
+            &self.path,
+            &format!("adios2_variable_type({name})"),
+            unsafe { sys::adios2_variable_type(&mut t, var) },
+        )?;
         Ok(ScalarType::from_raw(t))
     }
 
@@ -394,14 +399,18 @@ impl StreamReader {
         };
         let mut ndims = 0usize;
         // SAFETY: var valid; out pointers valid and sized from ndims.
-        check(&self.path, &format!("adios2_variable_ndims({name})"), unsafe {
-            sys::adios2_variable_ndims(&mut ndims, var)
-        })?;
+        check(
+            &self.path,
+            &format!("adios2_variable_ndims({name})"),
+            unsafe { sys::adios2_variable_ndims(&mut ndims, var) },
+        )?;
         let mut shape = vec![0usize; ndims.max(1)];
         if ndims > 0 {
-            check(&self.path, &format!("adios2_variable_shape({name})"), unsafe {
-                sys::adios2_variable_shape(shape.as_mut_ptr(), var)
-            })?;
+            check(
+                &self.path,
+                &format!("adios2_variable_shape({name})"),
+                unsafe { sys::adios2_variable_shape(shape.as_mut_ptr(), var) },
+            )?;
         }
         shape.truncate(ndims);
         Ok(Some(shape))
@@ -447,7 +456,11 @@ impl StreamReader {
     /// Reads rows `0..n` of a 2-D `uint64` variable `[N, W]` in the current
     /// step with an explicit selection (shapes change every step).
     /// `None` if the variable is absent this step.
-    pub fn read_rows<const W: usize>(&mut self, name: &str, n: usize) -> Result<Option<Vec<[u64; W]>>> {
+    pub fn read_rows<const W: usize>(
+        &mut self,
+        name: &str,
+        n: usize,
+    ) -> Result<Option<Vec<[u64; W]>>> {
         let Some(var) = self.variable(name)? else {
             return Ok(None);
         };
@@ -693,7 +706,11 @@ impl StreamWriter {
             }
         };
         if var.is_null() {
-            return Err(call_err(&self.path, &format!("adios2_define_variable({name})"), -1));
+            return Err(call_err(
+                &self.path,
+                &format!("adios2_define_variable({name})"),
+                -1,
+            ));
         }
         self.vars.insert(name.to_owned(), var);
         Ok(())
@@ -713,7 +730,11 @@ impl StreamWriter {
             )
         };
         if a.is_null() {
-            return Err(call_err(&self.path, &format!("adios2_define_attribute({name})"), -1));
+            return Err(call_err(
+                &self.path,
+                &format!("adios2_define_attribute({name})"),
+                -1,
+            ));
         }
         Ok(())
     }
@@ -757,7 +778,11 @@ impl StreamWriter {
         // SAFETY: var valid; arrays have 2 entries; rows is contiguous n*W
         // u64 and outlives the sync put.
         unsafe {
-            check(&self.path, &format!("adios2_set_shape({name})"), sys::adios2_set_shape(var, 2, shape.as_ptr()))?;
+            check(
+                &self.path,
+                &format!("adios2_set_shape({name})"),
+                sys::adios2_set_shape(var, 2, shape.as_ptr()),
+            )?;
             check(
                 &self.path,
                 &format!("adios2_set_selection({name})"),
@@ -766,7 +791,12 @@ impl StreamWriter {
             check(
                 &self.path,
                 &format!("adios2_put({name})"),
-                sys::adios2_put(self.engine, var, rows.as_ptr() as *const c_void, sys::adios2_mode_sync),
+                sys::adios2_put(
+                    self.engine,
+                    var,
+                    rows.as_ptr() as *const c_void,
+                    sys::adios2_mode_sync,
+                ),
             )
         }
     }
@@ -786,7 +816,11 @@ impl StreamWriter {
         // SAFETY: engine valid; closed once (Drop sees `closed`).
         unsafe {
             if self.in_step {
-                check(&self.path, "adios2_end_step", sys::adios2_end_step(self.engine))?;
+                check(
+                    &self.path,
+                    "adios2_end_step",
+                    sys::adios2_end_step(self.engine),
+                )?;
             }
             check(&self.path, "adios2_close", sys::adios2_close(self.engine))
         }

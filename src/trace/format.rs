@@ -105,20 +105,37 @@ pub struct MetadataEntry {
 /// What one attribute means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attribute {
-    Function { index: u64, name: String },
-    EventType { index: u64, name: String },
-    Counter { index: u64, name: String },
+    Function {
+        index: u64,
+        name: String,
+    },
+    EventType {
+        index: u64,
+        name: String,
+    },
+    Counter {
+        index: u64,
+        name: String,
+    },
     Metadata(MetadataEntry),
     /// Anything else (`program_name 0`, ...), kept verbatim.
-    Other { key: String, value: String },
+    Other {
+        key: String,
+        value: String,
+    },
     /// A key that looks like one of ours but does not parse (e.g. `timer x`).
-    Malformed { key: String, value: String },
+    Malformed {
+        key: String,
+        value: String,
+    },
 }
 
 /// Strips one pair of surrounding quotes, as TAU quotes some values.
 pub fn strip_quotes(v: &str) -> &str {
     let t = v.trim();
-    if t.len() >= 2 && ((t.starts_with('"') && t.ends_with('"')) || (t.starts_with('\'') && t.ends_with('\''))) {
+    if t.len() >= 2
+        && ((t.starts_with('"') && t.ends_with('"')) || (t.starts_with('\'') && t.ends_with('\'')))
+    {
         &t[1..t.len() - 1]
     } else {
         t
@@ -126,7 +143,8 @@ pub fn strip_quotes(v: &str) -> &str {
 }
 
 fn indexed(key: &str, prefix: &str) -> Option<Option<u64>> {
-    key.strip_prefix(prefix).map(|rest| rest.trim().parse::<u64>().ok())
+    key.strip_prefix(prefix)
+        .map(|rest| rest.trim().parse::<u64>().ok())
 }
 
 /// Interprets one attribute key/value pair.
@@ -138,26 +156,39 @@ pub fn parse_attribute(key: &str, value: &str) -> Attribute {
     };
     if let Some(idx) = indexed(key, "timer ") {
         return match idx {
-            Some(index) => Attribute::Function { index, name: value_s },
+            Some(index) => Attribute::Function {
+                index,
+                name: value_s,
+            },
             None => malformed(),
         };
     }
     if let Some(idx) = indexed(key, "event_type ") {
         return match idx {
-            Some(index) => Attribute::EventType { index, name: value_s },
+            Some(index) => Attribute::EventType {
+                index,
+                name: value_s,
+            },
             None => malformed(),
         };
     }
     if let Some(idx) = indexed(key, "counter ") {
         return match idx {
-            Some(index) => Attribute::Counter { index, name: value_s },
+            Some(index) => Attribute::Counter {
+                index,
+                name: value_s,
+            },
             None => malformed(),
         };
     }
     if let Some(rest) = key.strip_prefix("MetaData:") {
         let mut parts = rest.splitn(3, ':');
         let (r, t, d) = (parts.next(), parts.next(), parts.next());
-        return match (r.and_then(|r| r.parse().ok()), t.and_then(|t| t.parse().ok()), d) {
+        return match (
+            r.and_then(|r| r.parse().ok()),
+            t.and_then(|t| t.parse().ok()),
+            d,
+        ) {
             (Some(rank), Some(thread), Some(description)) => Attribute::Metadata(MetadataEntry {
                 rank,
                 thread,
@@ -224,17 +255,35 @@ mod tests {
             Attribute::Metadata(m) => assert_eq!(m.description, "GPU[0] a:b"),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(parse_attribute("timer x", "f"), Attribute::Malformed { .. }));
-        assert!(matches!(parse_attribute("MetaData:a:0:x", "f"), Attribute::Malformed { .. }));
-        assert!(matches!(parse_attribute("program_name 0", "main1"), Attribute::Other { .. }));
+        assert!(matches!(
+            parse_attribute("timer x", "f"),
+            Attribute::Malformed { .. }
+        ));
+        assert!(matches!(
+            parse_attribute("MetaData:a:0:x", "f"),
+            Attribute::Malformed { .. }
+        ));
+        assert!(matches!(
+            parse_attribute("program_name 0", "main1"),
+            Attribute::Other { .. }
+        ));
     }
 
     #[test]
     fn rank_from_names() {
         use std::path::Path;
-        assert_eq!(rank_from_stream_name(Path::new("/a/tau-metrics-main1-12.bp")), Some(12));
-        assert_eq!(rank_from_stream_name(Path::new("tau-metrics-main1-3")), Some(3));
-        assert_eq!(rank_from_stream_name(Path::new("tau-metrics-main1-3.bp.sst")), Some(3));
+        assert_eq!(
+            rank_from_stream_name(Path::new("/a/tau-metrics-main1-12.bp")),
+            Some(12)
+        );
+        assert_eq!(
+            rank_from_stream_name(Path::new("tau-metrics-main1-3")),
+            Some(3)
+        );
+        assert_eq!(
+            rank_from_stream_name(Path::new("tau-metrics-main1-3.bp.sst")),
+            Some(3)
+        );
         assert_eq!(rank_from_stream_name(Path::new("weird.bp")), None);
     }
 }

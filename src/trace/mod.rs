@@ -6,3 +6,4 @@
 
 pub mod adios;
 pub mod format;
+pub mod tau;

@@ -1,0 +1,684 @@
+//! Step-by-step reader of one TAU trace stream, with validation.
+//!
+//! Each call to [`TauStreamReader::next_step`] returns the function, comm and
+//! counter rows of one ADIOS2 step plus the attributes that became visible in
+//! that step. Rows that cannot be right (impossible program/rank/thread
+//! values, unknown event-type, function or counter index) are counted per
+//! kind, summarised once per step with stream/step/row context, and dropped.
+//! Rows of a thread that are out of time order are stably sorted.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::adios::{AdiosError, AttrValue, Engine, ReadOptions, StepStatus, StreamReader};
+use super::format::*;
+
+/// Largest plausible value of the (defunct) program column.
+pub const MAX_PROGRAM: u64 = 1 << 16;
+/// Largest plausible thread id (TAU numbers CPU and GPU virtual threads densely).
+pub const MAX_THREAD: u64 = 1 << 20;
+/// Largest plausible rank when the stream name does not tell the rank.
+pub const MAX_RANK: u64 = 1 << 24;
+/// Largest name index accepted in a `timer <i>` / `counter <i>` attribute.
+pub const MAX_NAME_INDEX: u64 = 1 << 24;
+
+/// An error that stops reading a stream.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{stream}: step {step}: {source}")]
+    Adios {
+        stream: String,
+        step: usize,
+        #[source]
+        source: AdiosError,
+    },
+    #[error(transparent)]
+    Open(#[from] AdiosError),
+}
+
+/// Kinds of rejected or repaired input, counted per step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum IssueKind {
+    /// Program column implausibly large.
+    BadProgram,
+    /// Rank column differs from the stream's rank (or is implausible).
+    BadRank,
+    /// Thread column implausibly large.
+    BadThread,
+    /// Event-type index undefined, or a comm type in a function row (and vice versa).
+    BadEventType,
+    /// Function index with no `timer <i>` attribute (yet).
+    UnknownFunction,
+    /// Counter index with no `counter <i>` attribute (yet).
+    UnknownCounter,
+    /// Rows of a thread out of time order within the step (repaired by sorting).
+    OutOfOrder,
+    /// A row earlier than the thread's last row of a previous step (kept).
+    OutOfOrderAcrossSteps,
+    /// Declared count differs from the array's rows (the smaller is used).
+    CountMismatch,
+    /// A count says rows exist but the array is absent.
+    MissingArray,
+    /// An attribute key that looks like ours but does not parse.
+    MalformedAttribute,
+    /// An array of the wrong type or shape (the whole group is skipped).
+    BadArray,
+}
+
+impl IssueKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            IssueKind::BadProgram => "bad program",
+            IssueKind::BadRank => "bad rank",
+            IssueKind::BadThread => "bad thread",
+            IssueKind::BadEventType => "bad event type",
+            IssueKind::UnknownFunction => "unknown function index",
+            IssueKind::UnknownCounter => "unknown counter index",
+            IssueKind::OutOfOrder => "out-of-order rows (sorted)",
+            IssueKind::OutOfOrderAcrossSteps => "row older than previous step",
+            IssueKind::CountMismatch => "count/array mismatch",
+            IssueKind::MissingArray => "missing array",
+            IssueKind::MalformedAttribute => "malformed attribute",
+            IssueKind::BadArray => "bad array",
+        }
+    }
+}
+
+/// Issues found in one step: a count per kind and the first example of each.
+#[derive(Debug, Clone, Default)]
+pub struct StepIssues {
+    pub counts: BTreeMap<IssueKind, u64>,
+    pub first_example: BTreeMap<IssueKind, String>,
+}
+
+impl StepIssues {
+    pub fn record(&mut self, kind: IssueKind, example: impl FnOnce() -> String) {
+        let c = self.counts.entry(kind).or_insert(0);
+        *c += 1;
+        if *c == 1 {
+            self.first_example.insert(kind, example());
+        }
+    }
+
+    fn add(&mut self, kind: IssueKind, n: u64, example: impl FnOnce() -> String) {
+        if n == 0 {
+            return;
+        }
+        *self.counts.entry(kind).or_insert(0) += n;
+        self.first_example.entry(kind).or_insert_with(example);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    pub fn count(&self, kind: IssueKind) -> u64 {
+        self.counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// Rows dropped (issues that remove a row).
+    pub fn dropped_rows(&self) -> u64 {
+        use IssueKind::*;
+        [
+            BadProgram,
+            BadRank,
+            BadThread,
+            BadEventType,
+            UnknownFunction,
+            UnknownCounter,
+        ]
+        .iter()
+        .map(|k| self.count(*k))
+        .sum()
+    }
+
+    /// One line for the log: `stream: step s: 3 unknown function index (first: ...); ...`.
+    pub fn summary(&self, stream: &str, step: usize) -> String {
+        let parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(k, n)| format!("{n} {} (first: {})", k.name(), self.first_example[k]))
+            .collect();
+        format!("{stream}: step {step}: {}", parts.join("; "))
+    }
+}
+
+/// Scalars TAU writes beside the arrays; `None` where absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeclaredCounts {
+    pub timer_events: Option<u64>,
+    pub comm_events: Option<u64>,
+    pub counter_events: Option<u64>,
+    /// `timer_count`: functions defined so far.
+    pub timers: Option<i64>,
+    /// `counter_count`: counters defined so far.
+    pub counters: Option<i64>,
+    pub event_types: Option<i64>,
+    pub threads: Option<i64>,
+    pub programs: Option<i64>,
+    pub comm_ranks: Option<i64>,
+}
+
+/// Names known so far for one stream, by local index.
+#[derive(Debug, Clone, Default)]
+pub struct Dictionary {
+    pub functions: Vec<Option<String>>,
+    pub counters: Vec<Option<String>>,
+    pub event_types: Vec<Option<EventKind>>,
+    pub metadata: Vec<MetadataEntry>,
+    pub other: Vec<(String, String)>,
+}
+
+fn set_at<T: Clone>(v: &mut Vec<Option<T>>, i: u64, value: T) {
+    let i = i as usize;
+    if v.len() <= i {
+        v.resize(i + 1, None);
+    }
+    v[i] = Some(value);
+}
+
+impl Dictionary {
+    pub fn function(&self, idx: u64) -> Option<&str> {
+        self.functions.get(idx as usize)?.as_deref()
+    }
+    pub fn counter(&self, idx: u64) -> Option<&str> {
+        self.counters.get(idx as usize)?.as_deref()
+    }
+    pub fn event_type(&self, idx: u64) -> Option<EventKind> {
+        *self.event_types.get(idx as usize)?
+    }
+}
+
+/// One step of a TAU stream, validated.
+#[derive(Debug, Clone, Default)]
+pub struct TauStep {
+    /// Step number, counted from 0 in the order steps were read.
+    pub step: usize,
+    pub funcs: Vec<FuncRow>,
+    pub comms: Vec<CommRow>,
+    pub counters: Vec<CounterRow>,
+    /// Attributes that became visible in this step (first step: all so far).
+    pub new_attributes: Vec<Attribute>,
+    pub declared: DeclaredCounts,
+    pub issues: StepIssues,
+}
+
+impl TauStep {
+    /// Smallest and largest timestamp over all rows of the step.
+    pub fn time_range(&self) -> Option<(u64, u64)> {
+        let ts = self
+            .funcs
+            .iter()
+            .map(|r| r[FUNC_COL_TIMESTAMP])
+            .chain(self.comms.iter().map(|r| r[COMM_COL_TIMESTAMP]))
+            .chain(self.counters.iter().map(|r| r[COUNTER_COL_TIMESTAMP]));
+        ts.fold(None, |acc, t| match acc {
+            None => Some((t, t)),
+            Some((a, b)) => Some((a.min(t), b.max(t))),
+        })
+    }
+}
+
+/// Result of [`TauStreamReader::next_step`].
+#[derive(Debug)]
+pub enum NextStep {
+    Step(Box<TauStep>),
+    /// Nothing arrived within the timeout; try again later.
+    NotReady,
+    /// The writer closed the stream.
+    EndOfStream,
+}
+
+/// How to open and validate a TAU stream.
+#[derive(Debug, Clone)]
+pub struct TauReaderOptions {
+    pub engine: Engine,
+    /// Value written into the program column of every row (TAU's is defunct).
+    pub program_idx: u64,
+    /// Rank every row must carry; by default taken from the stream name.
+    pub expected_rank: Option<u64>,
+    pub adios: ReadOptions,
+    /// Print the per-step issue summary to stderr.
+    pub report_issues: bool,
+}
+
+impl Default for TauReaderOptions {
+    fn default() -> Self {
+        TauReaderOptions {
+            engine: Engine::BPFile,
+            program_idx: 0,
+            expected_rank: None,
+            adios: ReadOptions::default(),
+            report_issues: true,
+        }
+    }
+}
+
+/// Small map thread id → last timestamp, dense for small ids.
+#[derive(Debug, Default)]
+struct LastTimestamp {
+    dense: Vec<u64>,
+    sparse: std::collections::HashMap<u64, u64>,
+}
+
+impl LastTimestamp {
+    fn merge_max(&mut self, other: &LastTimestamp) {
+        for (thread, &ts) in other.dense.iter().enumerate() {
+            let t = self.get_mut(thread as u64);
+            *t = (*t).max(ts);
+        }
+        for (&thread, &ts) in &other.sparse {
+            let t = self.get_mut(thread);
+            *t = (*t).max(ts);
+        }
+    }
+
+    fn get_mut(&mut self, thread: u64) -> &mut u64 {
+        if thread < 4096 {
+            let t = thread as usize;
+            if self.dense.len() <= t {
+                self.dense.resize(t + 1, 0);
+            }
+            &mut self.dense[t]
+        } else {
+            self.sparse.entry(thread).or_insert(0)
+        }
+    }
+}
+
+/// Reads one TAU stream step by step.
+pub struct TauStreamReader {
+    reader: StreamReader,
+    opts: TauReaderOptions,
+    stream: String,
+    expected_rank: Option<u64>,
+    dict: Dictionary,
+    seen_attributes: HashSet<String>,
+    steps_read: usize,
+    /// Last timestamp of each thread in earlier steps, per row kind.
+    last_ts: [LastTimestamp; 3],
+}
+
+impl TauStreamReader {
+    /// Opens `path` (waits up to `opts.adios.open_timeout` for it to appear).
+    pub fn open(path: &Path, opts: TauReaderOptions) -> Result<Self, TraceError> {
+        let reader = StreamReader::open(path, opts.engine, &opts.adios)?;
+        let expected_rank = opts.expected_rank.or_else(|| rank_from_stream_name(path));
+        Ok(TauStreamReader {
+            reader,
+            stream: path.display().to_string(),
+            expected_rank,
+            opts,
+            dict: Dictionary::default(),
+            seen_attributes: HashSet::new(),
+            steps_read: 0,
+            last_ts: Default::default(),
+        })
+    }
+
+    pub fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(&self.stream)
+    }
+
+    /// Names known so far.
+    pub fn dictionary(&self) -> &Dictionary {
+        &self.dict
+    }
+
+    /// Number of attributes seen so far.
+    pub fn attribute_count(&self) -> usize {
+        self.seen_attributes.len()
+    }
+
+    pub fn steps_read(&self) -> usize {
+        self.steps_read
+    }
+
+    fn ctx(&self, source: AdiosError) -> TraceError {
+        TraceError::Adios {
+            stream: self.stream.clone(),
+            step: self.steps_read,
+            source,
+        }
+    }
+
+    /// Waits up to `timeout` for the next step and reads it completely
+    /// (the ADIOS2 step is released before returning, so a staging writer is
+    /// not held up while the step is analysed).
+    pub fn next_step(&mut self, timeout: Duration) -> Result<NextStep, TraceError> {
+        match self.reader.begin_step(timeout).map_err(|e| self.ctx(e))? {
+            StepStatus::NotReady => return Ok(NextStep::NotReady),
+            StepStatus::EndOfStream => return Ok(NextStep::EndOfStream),
+            StepStatus::Ready => {}
+        }
+        let step = self.read_open_step().map_err(|e| self.ctx(e));
+        let end = self.reader.end_step().map_err(|e| self.ctx(e));
+        let mut step = step?;
+        end?;
+        self.validate(&mut step);
+        if self.opts.report_issues && !step.issues.is_empty() {
+            eprintln!("warning: {}", step.issues.summary(&self.stream, step.step));
+        }
+        self.steps_read += 1;
+        Ok(NextStep::Step(Box::new(step)))
+    }
+
+    fn read_open_step(&mut self) -> Result<TauStep, AdiosError> {
+        let mut step = TauStep {
+            step: self.steps_read,
+            ..Default::default()
+        };
+        self.read_new_attributes(&mut step)?;
+        let int = |r: &mut StreamReader, n: &str| -> Result<Option<i64>, AdiosError> {
+            Ok(r.read_integer(n)?
+                .map(|v| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64))
+        };
+        let d = &mut step.declared;
+        d.timers = int(&mut self.reader, VAR_TIMER_COUNT)?;
+        d.counters = int(&mut self.reader, VAR_COUNTER_DEF_COUNT)?;
+        d.event_types = int(&mut self.reader, VAR_EVENT_TYPE_COUNT)?;
+        d.threads = int(&mut self.reader, VAR_THREAD_COUNT)?;
+        d.programs = int(&mut self.reader, VAR_PROGRAM_COUNT)?;
+        d.comm_ranks = int(&mut self.reader, VAR_COMM_RANK_COUNT)?;
+        let (funcs, n) =
+            self.read_group::<FUNC_WIDTH>(VAR_FUNC_COUNT, VAR_FUNC_ROWS, &mut step.issues)?;
+        step.funcs = funcs;
+        step.declared.timer_events = n;
+        let (comms, n) =
+            self.read_group::<COMM_WIDTH>(VAR_COMM_COUNT, VAR_COMM_ROWS, &mut step.issues)?;
+        step.comms = comms;
+        step.declared.comm_events = n;
+        let (counters, n) = self.read_group::<COUNTER_WIDTH>(
+            VAR_COUNTER_COUNT,
+            VAR_COUNTER_ROWS,
+            &mut step.issues,
+        )?;
+        step.counters = counters;
+        step.declared.counter_events = n;
+        Ok(step)
+    }
+
+    /// Reads a count scalar and its array; the array is read with an explicit
+    /// selection of the rows that exist this step.
+    fn read_group<const W: usize>(
+        &mut self,
+        count_var: &str,
+        rows_var: &str,
+        issues: &mut StepIssues,
+    ) -> Result<(Vec<[u64; W]>, Option<u64>), AdiosError> {
+        let declared = self
+            .reader
+            .read_integer(count_var)?
+            .map(|v| v.clamp(0, u64::MAX as i128) as u64);
+        let shape = self.reader.shape(rows_var)?;
+        let Some(shape) = shape else {
+            if declared.unwrap_or(0) > 0 {
+                issues.record(IssueKind::MissingArray, || {
+                    format!(
+                        "{count_var} = {} but {rows_var} is absent",
+                        declared.unwrap_or(0)
+                    )
+                });
+            }
+            return Ok((Vec::new(), declared));
+        };
+        if shape.len() != 2 || shape[1] != W {
+            issues.record(IssueKind::BadArray, || {
+                format!("{rows_var} has shape {shape:?}, expected [n, {W}]")
+            });
+            return Ok((Vec::new(), declared));
+        }
+        let available = shape[0] as u64;
+        let n = match declared {
+            Some(d) if d != available => {
+                issues.record(IssueKind::CountMismatch, || {
+                    format!("{count_var} = {d} but {rows_var} has {available} rows")
+                });
+                d.min(available)
+            }
+            _ => available,
+        };
+        match self.reader.read_rows::<W>(rows_var, n as usize) {
+            Ok(rows) => Ok((rows.unwrap_or_default(), declared)),
+            Err(AdiosError::Invalid { msg, .. }) => {
+                issues.record(IssueKind::BadArray, || msg);
+                Ok((Vec::new(), declared))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_new_attributes(&mut self, step: &mut TauStep) -> Result<(), AdiosError> {
+        let names = self.reader.attribute_names()?;
+        let mut new: Vec<String> = names
+            .into_iter()
+            .filter(|n| !self.seen_attributes.contains(n))
+            .collect();
+        // Deterministic order regardless of the engine's listing order.
+        new.sort();
+        for key in new {
+            let value = match self.reader.attribute(&key)? {
+                Some(AttrValue::Text(v)) => v,
+                Some(AttrValue::Other(v)) => v,
+                None => continue,
+            };
+            let attr = parse_attribute(&key, &value);
+            self.apply_attribute(&attr, &mut step.issues);
+            self.seen_attributes.insert(key);
+            step.new_attributes.push(attr);
+        }
+        Ok(())
+    }
+
+    fn apply_attribute(&mut self, attr: &Attribute, issues: &mut StepIssues) {
+        let too_big = |i: u64| i >= MAX_NAME_INDEX;
+        match attr {
+            Attribute::Function { index, name } if !too_big(*index) => {
+                set_at(&mut self.dict.functions, *index, name.clone())
+            }
+            Attribute::Counter { index, name } if !too_big(*index) => {
+                set_at(&mut self.dict.counters, *index, name.clone())
+            }
+            Attribute::EventType { index, name } if !too_big(*index) => {
+                match EventKind::from_name(name) {
+                    Some(kind) => set_at(&mut self.dict.event_types, *index, kind),
+                    None => issues.record(IssueKind::MalformedAttribute, || {
+                        format!("event_type {index} = {name:?} is not ENTRY/EXIT/SEND/RECV")
+                    }),
+                }
+            }
+            Attribute::Metadata(m) => self.dict.metadata.push(m.clone()),
+            Attribute::Other { key, value } => self.dict.other.push((key.clone(), value.clone())),
+            Attribute::Malformed { key, value } => issues
+                .record(IssueKind::MalformedAttribute, || {
+                    format!("{key:?} = {value:?}")
+                }),
+            other => issues.record(IssueKind::MalformedAttribute, || {
+                format!("index too large in {other:?}")
+            }),
+        }
+    }
+
+    /// Drops impossible rows, overrides the program column and sorts threads
+    /// whose rows are out of time order.
+    fn validate(&mut self, step: &mut TauStep) {
+        let ctx = RowCheck {
+            program_idx: self.opts.program_idx,
+            expected_rank: self.expected_rank,
+            dict: &self.dict,
+        };
+        let issues = &mut step.issues;
+        let mut funcs = std::mem::take(&mut step.funcs);
+        retain_valid(&mut funcs, "event_timestamps", issues, |row| {
+            ctx.check_func(row)
+        });
+        let mut comms = std::mem::take(&mut step.comms);
+        retain_valid(&mut comms, "comm_timestamps", issues, |row| {
+            ctx.check_comm(row)
+        });
+        let mut counters = std::mem::take(&mut step.counters);
+        retain_valid(&mut counters, "counter_values", issues, |row| {
+            ctx.check_counter(row)
+        });
+        order_by_thread(
+            &mut funcs,
+            FUNC_COL_TIMESTAMP,
+            &mut self.last_ts[0],
+            "event_timestamps",
+            issues,
+        );
+        order_by_thread(
+            &mut comms,
+            COMM_COL_TIMESTAMP,
+            &mut self.last_ts[1],
+            "comm_timestamps",
+            issues,
+        );
+        order_by_thread(
+            &mut counters,
+            COUNTER_COL_TIMESTAMP,
+            &mut self.last_ts[2],
+            "counter_values",
+            issues,
+        );
+        step.funcs = funcs;
+        step.comms = comms;
+        step.counters = counters;
+    }
+}
+
+struct RowCheck<'a> {
+    program_idx: u64,
+    expected_rank: Option<u64>,
+    dict: &'a Dictionary,
+}
+
+impl RowCheck<'_> {
+    #[inline]
+    fn check_common(&self, program: &mut u64, rank: u64, thread: u64) -> Result<(), IssueKind> {
+        if *program >= MAX_PROGRAM {
+            return Err(IssueKind::BadProgram);
+        }
+        let rank_ok = match self.expected_rank {
+            Some(r) => rank == r,
+            None => rank < MAX_RANK,
+        };
+        if !rank_ok {
+            return Err(IssueKind::BadRank);
+        }
+        if thread >= MAX_THREAD {
+            return Err(IssueKind::BadThread);
+        }
+        *program = self.program_idx;
+        Ok(())
+    }
+
+    #[inline]
+    fn check_func(&self, row: &mut FuncRow) -> Result<(), IssueKind> {
+        let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
+        self.check_common(&mut row[COL_PROGRAM], rank, thread)?;
+        match self.dict.event_type(row[FUNC_COL_EVENT_TYPE]) {
+            Some(k) if k.is_function() => {}
+            _ => return Err(IssueKind::BadEventType),
+        }
+        if self.dict.function(row[FUNC_COL_FUNCTION]).is_none() {
+            return Err(IssueKind::UnknownFunction);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn check_comm(&self, row: &mut CommRow) -> Result<(), IssueKind> {
+        let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
+        self.check_common(&mut row[COL_PROGRAM], rank, thread)?;
+        match self.dict.event_type(row[COMM_COL_EVENT_TYPE]) {
+            Some(k) if !k.is_function() => Ok(()),
+            _ => Err(IssueKind::BadEventType),
+        }
+    }
+
+    #[inline]
+    fn check_counter(&self, row: &mut CounterRow) -> Result<(), IssueKind> {
+        let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
+        self.check_common(&mut row[COL_PROGRAM], rank, thread)?;
+        if self.dict.counter(row[COUNTER_COL_COUNTER]).is_none() {
+            return Err(IssueKind::UnknownCounter);
+        }
+        Ok(())
+    }
+}
+
+/// Keeps the rows `check` accepts (it may repair them in place), recording
+/// the rest with their row index.
+fn retain_valid<const W: usize>(
+    rows: &mut Vec<[u64; W]>,
+    what: &str,
+    issues: &mut StepIssues,
+    mut check: impl FnMut(&mut [u64; W]) -> Result<(), IssueKind>,
+) {
+    let mut index = 0usize;
+    rows.retain_mut(|row| {
+        let i = index;
+        index += 1;
+        match check(row) {
+            Ok(()) => true,
+            Err(kind) => {
+                issues.record(kind, || format!("{what} row {i} = {row:?}"));
+                false
+            }
+        }
+    });
+}
+
+/// Checks that each thread's rows are in time order; if not, sorts the rows
+/// stably by (thread, timestamp). Also counts rows older than the thread's
+/// last row of an earlier step (those cannot be repaired here; they are kept).
+fn order_by_thread<const W: usize>(
+    rows: &mut [[u64; W]],
+    ts_col: usize,
+    last: &mut LastTimestamp,
+    what: &str,
+    issues: &mut StepIssues,
+) {
+    let mut step_last = LastTimestamp::default();
+    let (mut out_of_order, mut first_bad) = (0u64, None);
+    let (mut stale, mut first_stale) = (0u64, None);
+    for (i, row) in rows.iter().enumerate() {
+        let (thread, ts) = (row[COL_THREAD], row[ts_col]);
+        if ts < *last.get_mut(thread) {
+            stale += 1;
+            first_stale.get_or_insert(i);
+        }
+        let t = step_last.get_mut(thread);
+        if ts < *t {
+            out_of_order += 1;
+            first_bad.get_or_insert(i);
+        } else {
+            *t = ts;
+        }
+    }
+    issues.add(IssueKind::OutOfOrderAcrossSteps, stale, || {
+        let i = first_stale.unwrap_or(0);
+        format!(
+            "{what} row {i} = {:?} is earlier than its thread's last row of a previous step",
+            rows[i]
+        )
+    });
+    if out_of_order > 0 {
+        issues.add(IssueKind::OutOfOrder, out_of_order, || {
+            let i = first_bad.unwrap_or(0);
+            format!(
+                "{what} row {i} = {:?} is earlier than its thread's previous row",
+                rows[i]
+            )
+        });
+        // Stable: rows with equal timestamps keep their stream order.
+        rows.sort_by_key(|r| (r[COL_THREAD], r[ts_col]));
+    }
+    last.merge_max(&step_last);
+}
