@@ -1,6 +1,348 @@
-//! Synthetic TAU traces (filled in below).
-#[derive(clap::Args)]
-pub struct SynthArgs {}
-pub fn run_cli(_a: SynthArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+//! `chimbuko-mpi synth`: synthetic TAU-format traces with known anomalies.
+//!
+//! A scenario (TOML, see `scenarios/`) describes ranks, threads, steps, the
+//! call tree with per-function runtime distributions, messages, counters and
+//! injected anomalies. For each rank we write one stream
+//! `<out>/<prefix>-<binary>-<rank>.bp` with the real ADIOS2 library, laid out
+//! as TAU writes it, plus the ground truth `<out>/truth-<binary>.csv` listing
+//! every injected anomalous execution.
+
+pub mod generator;
+pub mod rng;
+pub mod scenario;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::trace::adios::Engine;
+use crate::trace::writer::TauStreamWriter;
+pub use generator::{RankGenerator, TruthRow};
+pub use scenario::{Scenario, DEMO_SCENARIO};
+
+/// Command-line options of `synth`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SynthArgs {
+    /// Scenario file (TOML). Without it, the built-in demo scenario.
+    pub scenario: Option<PathBuf>,
+    /// Output directory for streams and ground truth.
+    #[arg(long, default_value = "out/synth")]
+    pub out: PathBuf,
+    /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
+    #[arg(long, default_value = "BPFile")]
+    pub engine: Engine,
+    /// Stream name prefix (TAU's `TAU_ADIOS2_FILENAME`).
+    #[arg(long, default_value = "tau-metrics")]
+    pub prefix: String,
+    /// Write only this rank (e.g. one process per rank).
+    #[arg(long)]
+    pub only_rank: Option<u64>,
+    /// Take the rank to write from the MPI launcher's environment
+    /// (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID), so that
+    /// `mpirun -np N chimbuko-mpi synth --rank-from-env` acts as an N-rank application.
+    #[arg(long)]
+    pub rank_from_env: bool,
+    /// Sleep this long between steps (to emulate an application's I/O period).
+    #[arg(long)]
+    pub pace_ms: Option<f64>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override the scenario's rank count.
+    #[arg(long)]
+    pub ranks: Option<u64>,
+    /// Override the scenario's step count.
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Override the scenario's function events per rank per step.
+    #[arg(long)]
+    pub events_per_step: Option<u64>,
+    /// Override the binary name used in stream names.
+    #[arg(long)]
+    pub binary: Option<String>,
+    /// Extra ADIOS2 engine parameter KEY=VALUE (repeatable).
+    #[arg(long = "adios-param", value_parser = parse_key_value)]
+    pub adios_params: Vec<(String, String)>,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
+}
+
+/// Loads the scenario named by the arguments and applies overrides.
+pub fn load_scenario(a: &SynthArgs) -> anyhow::Result<Scenario> {
+    let text = match &a.scenario {
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("reading scenario {}", p.display()))?,
+        None => DEMO_SCENARIO.to_owned(),
+    };
+    let name = a
+        .scenario
+        .as_ref()
+        .map_or("built-in demo".into(), |p| p.display().to_string());
+    let mut sc = Scenario::from_toml(&text).with_context(|| format!("scenario {name}"))?;
+    if let Some(v) = a.seed {
+        sc.seed = v;
+    }
+    if let Some(v) = a.ranks {
+        sc.ranks = v;
+    }
+    if let Some(v) = a.steps {
+        sc.steps = v;
+    }
+    if let Some(v) = a.events_per_step {
+        sc.events_per_step = v;
+    }
+    if let Some(v) = &a.binary {
+        sc.binary = v.clone();
+    }
+    sc.validate()
+        .with_context(|| format!("scenario {name} with overrides"))?;
+    Ok(sc)
+}
+
+/// Path of rank `rank`'s stream.
+pub fn stream_path(out: &Path, prefix: &str, binary: &str, rank: u64) -> PathBuf {
+    out.join(format!("{prefix}-{binary}-{rank}.bp"))
+}
+
+/// Path of the ground truth (all ranks, or one rank's fragment).
+pub fn truth_path(out: &Path, binary: &str, rank: Option<u64>) -> PathBuf {
+    match rank {
+        None => out.join(format!("truth-{binary}.csv")),
+        Some(r) => out.join(format!("truth-{binary}-{r}.csv")),
+    }
+}
+
+/// What writing one rank produced.
+#[derive(Debug, Clone, Default)]
+pub struct RankReport {
+    pub steps: u64,
+    pub func_rows: u64,
+    pub comm_rows: u64,
+    pub counter_rows: u64,
+    pub truth: Vec<TruthRow>,
+}
+
+/// Generates and writes rank `rank` of `sc` to `path`.
+pub fn write_rank(
+    sc: &Scenario,
+    rank: u64,
+    path: &Path,
+    engine: Engine,
+    params: Vec<(String, String)>,
+    pace: Option<Duration>,
+) -> anyhow::Result<RankReport> {
+    let mut writer = TauStreamWriter::create(path, engine, params)?;
+    let mut generator = RankGenerator::new(sc, rank);
+    let mut report = RankReport::default();
+    while let Some(step) = generator.next_step() {
+        report.steps += 1;
+        report.func_rows += step.funcs.len() as u64;
+        report.comm_rows += step.comms.len() as u64;
+        report.counter_rows += step.counters.len() as u64;
+        writer.write_step(&step)?;
+        if let Some(p) = pace {
+            std::thread::sleep(p);
+        }
+    }
+    writer.close()?;
+    report.truth = std::mem::take(&mut generator.truth);
+    Ok(report)
+}
+
+/// Generates rank `rank` without writing anything (tests compare what the
+/// reader returns with this).
+pub fn generate_rank(
+    sc: &Scenario,
+    rank: u64,
+) -> (Vec<crate::trace::writer::StepData>, Vec<TruthRow>) {
+    let mut generator = RankGenerator::new(sc, rank);
+    let mut steps = Vec::new();
+    while let Some(s) = generator.next_step() {
+        steps.push(s);
+    }
+    (steps, generator.truth)
+}
+
+const TRUTH_HEADER: &str = "rank,thread,step,function,entry_us,exit_us,inclusive_us,exclusive_us";
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Writes ground-truth rows as CSV.
+pub fn write_truth(path: &Path, rows: &[TruthRow]) -> anyhow::Result<()> {
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    writeln!(f, "{TRUTH_HEADER}")?;
+    for r in rows {
+        writeln!(
+            f,
+            "{},{},{},{},{},{},{},{}",
+            r.rank,
+            r.thread,
+            r.step,
+            csv_field(&r.function),
+            r.entry_us,
+            r.exit_us,
+            r.exit_us - r.entry_us,
+            r.exclusive_us
+        )?;
+    }
+    f.flush()?;
+    Ok(())
+}
+
+fn rank_from_env() -> Option<u64> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
+/// Entry point of `chimbuko-mpi synth`.
+pub fn run_cli(a: SynthArgs) -> anyhow::Result<()> {
+    let sc = load_scenario(&a)?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let only = match (a.only_rank, a.rank_from_env) {
+        (Some(r), _) => Some(r),
+        (None, true) => Some(rank_from_env().context(
+            "--rank-from-env: none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID is set",
+        )?),
+        (None, false) => None,
+    };
+    if let Some(r) = only {
+        if r >= sc.ranks {
+            bail!("rank {r} is outside the scenario's {} ranks", sc.ranks);
+        }
+    }
+    let pace = a
+        .pace_ms
+        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3));
+    let start = Instant::now();
+    let ranks: Vec<u64> = match only {
+        Some(r) => vec![r],
+        None => (0..sc.ranks).collect(),
+    };
+    // SST writers block until their reader connects, so each rank must be
+    // its own process; re-run ourselves once per rank.
+    if a.engine == Engine::SST && only.is_none() && sc.ranks > 1 {
+        return spawn_rank_processes(&a, &sc);
+    }
+    let mut total = RankReport::default();
+    for &r in &ranks {
+        let path = stream_path(&a.out, &a.prefix, &sc.binary, r);
+        let rep = write_rank(&sc, r, &path, a.engine, a.adios_params.clone(), pace)
+            .with_context(|| format!("writing rank {r} to {}", path.display()))?;
+        total.steps = total.steps.max(rep.steps);
+        total.func_rows += rep.func_rows;
+        total.comm_rows += rep.comm_rows;
+        total.counter_rows += rep.counter_rows;
+        total.truth.extend(rep.truth);
+    }
+    let truth = truth_path(&a.out, &sc.binary, only);
+    write_truth(&truth, &total.truth)?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "synth: {} rank(s) x {} steps, engine {}: {} function / {} comm / {} counter rows, {} injected anomalies; {:.2} s ({:.1} M function rows/s)",
+        ranks.len(),
+        total.steps,
+        a.engine,
+        total.func_rows,
+        total.comm_rows,
+        total.counter_rows,
+        total.truth.len(),
+        secs,
+        total.func_rows as f64 / secs.max(1e-9) / 1e6
+    );
+    println!(
+        "synth: streams {}, ground truth {}",
+        stream_path(&a.out, &a.prefix, &sc.binary, ranks[0]).display(),
+        truth.display()
+    );
+    Ok(())
+}
+
+/// Runs one `synth --only-rank r` process per rank and merges their truth.
+fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating our own executable")?;
+    let mut children = Vec::new();
+    for r in 0..sc.ranks {
+        let mut cmd = Command::new(&exe);
+        cmd.arg("synth");
+        if let Some(p) = &a.scenario {
+            cmd.arg(p);
+        }
+        cmd.arg("--out").arg(&a.out);
+        cmd.args(["--engine", a.engine.adios_name(), "--prefix", &a.prefix]);
+        cmd.args(["--only-rank", &r.to_string()]);
+        cmd.args([
+            "--seed",
+            &sc.seed.to_string(),
+            "--ranks",
+            &sc.ranks.to_string(),
+        ]);
+        cmd.args(["--steps", &sc.steps.to_string()]);
+        cmd.args([
+            "--events-per-step",
+            &sc.events_per_step.to_string(),
+            "--binary",
+            &sc.binary,
+        ]);
+        if let Some(p) = a.pace_ms {
+            cmd.args(["--pace-ms", &p.to_string()]);
+        }
+        for (k, v) in &a.adios_params {
+            cmd.arg("--adios-param").arg(format!("{k}={v}"));
+        }
+        children.push((
+            r,
+            cmd.spawn()
+                .with_context(|| format!("starting writer for rank {r}"))?,
+        ));
+    }
+    let mut failed = Vec::new();
+    for (r, mut c) in children {
+        if !c.wait().map(|s| s.success()).unwrap_or(false) {
+            failed.push(r);
+        }
+    }
+    if !failed.is_empty() {
+        bail!("writer process(es) for rank(s) {failed:?} failed");
+    }
+    merge_truth(&a.out, &sc.binary, sc.ranks)
+}
+
+/// Concatenates per-rank truth fragments into `truth-<binary>.csv`.
+pub fn merge_truth(out: &Path, binary: &str, ranks: u64) -> anyhow::Result<()> {
+    let mut merged = String::from(TRUTH_HEADER);
+    merged.push('\n');
+    for r in 0..ranks {
+        let p = truth_path(out, binary, Some(r));
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        for line in text.lines().skip(1) {
+            merged.push_str(line);
+            merged.push('\n');
+        }
+        std::fs::remove_file(&p).ok();
+    }
+    let path = truth_path(out, binary, None);
+    std::fs::write(&path, merged).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }

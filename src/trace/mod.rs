@@ -7,3 +7,4 @@
 pub mod adios;
 pub mod format;
 pub mod tau;
+pub mod writer;

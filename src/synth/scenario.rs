@@ -1,0 +1,311 @@
+//! Scenario files (TOML) describing a synthetic TAU-traced application.
+//!
+//! See `scenarios/demo.toml` for an annotated example.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+/// Built-in demo scenario, used when no scenario file is given.
+pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.toml");
+
+/// A runtime distribution in microseconds.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Dist {
+    Constant {
+        value: f64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    /// `median * exp(sigma * z)`: a heavy right tail.
+    Lognormal {
+        median: f64,
+        sigma: f64,
+    },
+    /// A weighted mixture of normal modes (e.g. two code paths).
+    Multimodal {
+        modes: Vec<Mode>,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Mode {
+    pub weight: f64,
+    pub mean: f64,
+    pub std: f64,
+}
+
+/// A child call made by every execution of its parent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildSpec {
+    pub function: String,
+    #[serde(default = "one")]
+    pub calls: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Direction of a point-to-point message.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CommKind {
+    Send,
+    Recv,
+}
+
+/// Partner rank of a message: `"next"`, `"prev"` (ring neighbours) or a rank.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Partner {
+    Rank(u64),
+    Named(String),
+}
+
+/// A message sent or received inside each execution of a function.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommSpec {
+    pub kind: CommKind,
+    pub partner: Partner,
+    #[serde(default)]
+    pub tag: u64,
+    pub bytes: u64,
+}
+
+/// A counter sampled inside each execution of a function.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CounterSpec {
+    pub name: String,
+    pub value: Dist,
+}
+
+/// One function of the call tree.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionSpec {
+    pub name: String,
+    /// Self (exclusive) time of one execution, microseconds.
+    pub runtime: Dist,
+    #[serde(default)]
+    pub children: Vec<ChildSpec>,
+    #[serde(default)]
+    pub comm: Vec<CommSpec>,
+    #[serde(default)]
+    pub counters: Vec<CounterSpec>,
+}
+
+/// Injected anomalies: executions of `function` whose self time is scaled by
+/// `factor` and/or increased by `add_us`, with probability `rate`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnomalySpec {
+    pub function: String,
+    pub rate: f64,
+    #[serde(default = "unit")]
+    pub factor: f64,
+    #[serde(default)]
+    pub add_us: f64,
+    /// Only these ranks (default: all).
+    #[serde(default)]
+    pub ranks: Option<Vec<u64>>,
+    /// Only these threads (default: all).
+    #[serde(default)]
+    pub threads: Option<Vec<u64>>,
+    /// Only steps in `[first, last]` (default: all).
+    #[serde(default)]
+    pub steps: Option<[u64; 2]>,
+}
+
+fn unit() -> f64 {
+    1.0
+}
+
+fn default_binary() -> String {
+    "app".into()
+}
+fn default_start() -> u64 {
+    1_700_000_000_000_000
+}
+fn default_wrappers() -> Vec<String> {
+    vec!["main".into()]
+}
+fn default_ranks_per_node() -> u64 {
+    4
+}
+fn default_host_prefix() -> String {
+    "node".into()
+}
+fn yes() -> bool {
+    true
+}
+
+/// A whole scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub description: String,
+    pub seed: u64,
+    /// Binary name, used in stream names `<prefix>-<binary>-<rank>.bp`.
+    #[serde(default = "default_binary")]
+    pub binary: String,
+    pub ranks: u64,
+    #[serde(default = "one64")]
+    pub threads: u64,
+    pub steps: u64,
+    /// Function events (ENTRY + EXIT rows) per rank per step, approximately:
+    /// steps are cut when thread 0 has produced its share, as TAU cuts steps
+    /// when thread 0 exits a function after the period.
+    pub events_per_step: u64,
+    #[serde(default = "default_start")]
+    pub start_time_us: u64,
+    /// Idle time between two calls of the root function.
+    #[serde(default = "one64")]
+    pub gap_us: u64,
+    /// The function each thread calls in a loop (e.g. a time step).
+    pub root: String,
+    /// Functions opened before the first step and closed at the very end
+    /// (like TAU's `main`); they span every step.
+    #[serde(default = "default_wrappers")]
+    pub wrappers: Vec<String>,
+    /// Ranks per node, for the `Hostname` metadata.
+    #[serde(default = "default_ranks_per_node")]
+    pub ranks_per_node: u64,
+    #[serde(default = "default_host_prefix")]
+    pub hostname_prefix: String,
+    /// Give each rank its own local function/counter numbering (as real TAU
+    /// does when ranks call functions in different orders).
+    #[serde(default = "yes")]
+    pub shuffle_indices: bool,
+    #[serde(rename = "function")]
+    pub functions: Vec<FunctionSpec>,
+    #[serde(rename = "anomaly", default)]
+    pub anomalies: Vec<AnomalySpec>,
+}
+
+fn one64() -> u64 {
+    1
+}
+
+impl Scenario {
+    pub fn from_toml(text: &str) -> anyhow::Result<Scenario> {
+        let s: Scenario = toml::from_str(text)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks references and ranges so generation cannot fail half-way.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        use anyhow::{bail, ensure};
+        ensure!(self.ranks >= 1, "ranks must be at least 1");
+        ensure!(self.threads >= 1, "threads must be at least 1");
+        ensure!(self.steps >= 1, "steps must be at least 1");
+        ensure!(
+            self.events_per_step >= 2,
+            "events_per_step must be at least 2"
+        );
+        let mut names = HashMap::new();
+        for (i, f) in self.functions.iter().enumerate() {
+            if names.insert(f.name.as_str(), i).is_some() {
+                bail!("function {:?} is defined twice", f.name);
+            }
+            check_dist(&f.runtime, &f.name)?;
+            for c in &f.counters {
+                check_dist(&c.value, &format!("{} counter {}", f.name, c.name))?;
+            }
+            for c in &f.comm {
+                if let Partner::Named(n) = &c.partner {
+                    ensure!(
+                        n == "next" || n == "prev",
+                        "function {:?}: comm partner must be \"next\", \"prev\" or a rank number, not {n:?}",
+                        f.name
+                    );
+                }
+            }
+        }
+        let known = |n: &str, what: &str| -> anyhow::Result<()> {
+            ensure!(
+                names.contains_key(n),
+                "{what} refers to unknown function {n:?}"
+            );
+            Ok(())
+        };
+        known(&self.root, "root")?;
+        for w in &self.wrappers {
+            known(w, "wrappers")?;
+            ensure!(
+                *w != self.root,
+                "the root function cannot also be a wrapper"
+            );
+        }
+        for f in &self.functions {
+            for c in &f.children {
+                known(&c.function, &format!("function {:?} children", f.name))?;
+            }
+        }
+        self.check_acyclic(&names)?;
+        for a in &self.anomalies {
+            known(&a.function, "anomaly")?;
+            ensure!(
+                (0.0..=1.0).contains(&a.rate),
+                "anomaly rate must be in [0, 1]"
+            );
+            ensure!(
+                a.factor > 0.0 && a.add_us >= 0.0,
+                "anomaly factor must be > 0 and add_us >= 0"
+            );
+        }
+        Ok(())
+    }
+
+    fn check_acyclic(&self, names: &HashMap<&str, usize>) -> anyhow::Result<()> {
+        // Depth-first search with colours: 0 unvisited, 1 on stack, 2 done.
+        fn visit(
+            i: usize,
+            s: &Scenario,
+            names: &HashMap<&str, usize>,
+            colour: &mut [u8],
+        ) -> anyhow::Result<()> {
+            match colour[i] {
+                1 => anyhow::bail!("call tree has a cycle through {:?}", s.functions[i].name),
+                2 => return Ok(()),
+                _ => {}
+            }
+            colour[i] = 1;
+            for c in &s.functions[i].children {
+                visit(names[c.function.as_str()], s, names, colour)?;
+            }
+            colour[i] = 2;
+            Ok(())
+        }
+        let mut colour = vec![0u8; self.functions.len()];
+        for i in 0..self.functions.len() {
+            visit(i, self, names, &mut colour)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_dist(d: &Dist, what: &str) -> anyhow::Result<()> {
+    let ok = match d {
+        Dist::Constant { value } => value.is_finite() && *value >= 0.0,
+        Dist::Normal { mean, std } => mean.is_finite() && std.is_finite() && *std >= 0.0,
+        Dist::Lognormal { median, sigma } => *median > 0.0 && sigma.is_finite() && *sigma >= 0.0,
+        Dist::Multimodal { modes } => {
+            !modes.is_empty()
+                && modes
+                    .iter()
+                    .all(|m| m.weight > 0.0 && m.std >= 0.0 && m.mean.is_finite())
+        }
+    };
+    anyhow::ensure!(ok, "{what}: invalid distribution {d:?}");
+    Ok(())
+}
