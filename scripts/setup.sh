@@ -10,7 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${CHIMBUKO_VENV:-$ROOT/.venv}"
 
 APT_PACKAGES=(
-  build-essential pkg-config cmake
+  build-essential pkg-config cmake curl ca-certificates
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools
   libclang-dev clang
@@ -37,22 +37,31 @@ install_apt() {
   fi
   echo "[setup] installing Debian packages: $(echo "$missing" | tr '\n' ' ')"
   export DEBIAN_FRONTEND=noninteractive
-  as_root apt-get update -qq
+  as_root apt-get update -qq >/dev/null
   # shellcheck disable=SC2086
-  as_root apt-get install -y -qq --no-install-recommends $missing
+  as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
 install_rust() {
+  # Debian's rustc is too old; use rustup's stable toolchain (user-local).
+  if [ -f "$HOME/.cargo/env" ]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+  fi
   if command -v cargo >/dev/null 2>&1; then
     echo "[setup] Rust: $(cargo --version)"
-    return
+  else
+    echo "[setup] installing Rust stable with rustup into ~/.cargo"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+      sh -s -- -y --profile minimal --default-toolchain stable --component rustfmt,clippy >/dev/null
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
   fi
-  if [ -x "$HOME/.cargo/bin/cargo" ]; then
-    echo "[setup] Rust found in ~/.cargo/bin (add it to PATH)"
-    return
+  if command -v rustup >/dev/null 2>&1; then
+    for c in rustfmt clippy; do
+      rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c" >/dev/null 2>&1 || true
+    done
   fi
-  echo "[setup] cargo not found: install Rust stable (https://rustup.rs) and re-run" >&2
-  exit 1
 }
 
 install_venv() {

@@ -10,7 +10,9 @@ use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
 use common::*;
 
 fn attrs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    list.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 const T0: u64 = 1_700_000_000_000_000;
@@ -90,7 +92,10 @@ fn check_crafted(engine: Engine) {
     assert_eq!(i.count(IssueKind::MalformedAttribute), 1);
     // The report names the stream, step and offending row.
     let line = i.summary(reader.stream(), 0);
-    assert!(line.contains("tau-metrics-bad-3.bp") && line.contains("step 0"), "{line}");
+    assert!(
+        line.contains("tau-metrics-bad-3.bp") && line.contains("step 0"),
+        "{line}"
+    );
     assert!(line.contains("event_timestamps row 6"), "{line}");
     // Kept rows: program overridden, thread 0 sorted by time, stable.
     let ts: Vec<(u64, u64)> = s0.funcs.iter().map(|r| (r[2], r[5] - T0)).collect();
@@ -100,7 +105,9 @@ fn check_crafted(engine: Engine) {
     assert_eq!(s0.counters.len(), 1);
 
     let announces_late = |s: &chimbuko_mpi::trace::tau::TauStep| {
-        s.new_attributes.iter().any(|a| format!("{a:?}").contains("late_function"))
+        s.new_attributes
+            .iter()
+            .any(|a| format!("{a:?}").contains("late_function"))
     };
     if engine == Engine::BP5 {
         // BP5 reveals attributes step by step. Step 1 uses function 5 before
@@ -170,14 +177,21 @@ fn not_a_bp_file_is_an_error_not_a_crash() {
         },
         ..Default::default()
     };
-    let err = TauStreamReader::open(&path, opts).err().expect("junk must not open");
+    let err = TauStreamReader::open(&path, opts)
+        .err()
+        .expect("junk must not open");
     assert!(err.to_string().contains("junk-0.bp"), "{err}");
 }
 
 #[test]
 fn dump_reports_issues_and_exits_cleanly_on_missing_stream() {
     let out = std::process::Command::new(exe())
-        .args(["dump", "--open-timeout", "1", "/nonexistent/dir/tau-metrics-x-0.bp"])
+        .args([
+            "dump",
+            "--open-timeout",
+            "1",
+            "/nonexistent/dir/tau-metrics-x-0.bp",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

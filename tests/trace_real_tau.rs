@@ -39,7 +39,10 @@ fn expected_steps(file: &str) -> Vec<Expected> {
         if line.starts_with("TOTAL") {
             break;
         }
-        let cleaned: String = line.chars().map(|c| if "(),/".contains(c) { ' ' } else { c }).collect();
+        let cleaned: String = line
+            .chars()
+            .map(|c| if "(),/".contains(c) { ' ' } else { c })
+            .collect();
         let f: Vec<&str> = cleaned.split_whitespace().collect();
         if f.len() != 11 || f[0].parse::<usize>().is_err() {
             continue;
@@ -64,26 +67,43 @@ fn expected_steps(file: &str) -> Vec<Expected> {
 
 #[test]
 fn every_fixture_stream_matches_dump_txt() {
-    for file in ["tau-metrics-main1-0.bp", "tau-metrics-main1-1.bp", "tau-metrics-main2-0.bp", "tau-metrics-main2-1.bp"] {
+    for file in [
+        "tau-metrics-main1-0.bp",
+        "tau-metrics-main1-1.bp",
+        "tau-metrics-main2-0.bp",
+        "tau-metrics-main2-1.bp",
+    ] {
         let want = expected_steps(file);
         assert_eq!(want.len(), 22, "{file}: dump.txt parsed");
         let mut opts = reader_options(Engine::BP4);
         opts.program_idx = if file.contains("main2") { 1 } else { 0 };
-        let mut r = chimbuko_mpi::trace::tau::TauStreamReader::open(&fixture_dir().join(file), opts).unwrap();
+        let mut r =
+            chimbuko_mpi::trace::tau::TauStreamReader::open(&fixture_dir().join(file), opts)
+                .unwrap();
         let mut got = Vec::new();
         let mut all_rows = 0;
         loop {
             match r.next_step(std::time::Duration::from_secs(5)).unwrap() {
                 chimbuko_mpi::trace::tau::NextStep::Step(s) => {
-                    assert!(s.issues.is_empty(), "{file} step {}: {:?}", s.step, s.issues);
+                    assert!(
+                        s.issues.is_empty(),
+                        "{file} step {}: {:?}",
+                        s.step,
+                        s.issues
+                    );
                     let dict = r.dictionary();
                     let entries = s
                         .funcs
                         .iter()
-                        .filter(|row| dict.event_type(row[FUNC_COL_EVENT_TYPE]) == Some(EventKind::Entry))
+                        .filter(|row| {
+                            dict.event_type(row[FUNC_COL_EVENT_TYPE]) == Some(EventKind::Entry)
+                        })
                         .count();
                     // The program column is overridden with --program-idx.
-                    assert!(s.funcs.iter().all(|row| row[COL_PROGRAM] == opts_program(file)));
+                    assert!(s
+                        .funcs
+                        .iter()
+                        .all(|row| row[COL_PROGRAM] == opts_program(file)));
                     let (a, b) = s.time_range().unwrap();
                     all_rows += s.funcs.len();
                     got.push(Expected {
@@ -100,7 +120,9 @@ fn every_fixture_stream_matches_dump_txt() {
                         ts_last: b,
                     });
                 }
-                chimbuko_mpi::trace::tau::NextStep::NotReady => panic!("{file}: file engine not ready"),
+                chimbuko_mpi::trace::tau::NextStep::NotReady => {
+                    panic!("{file}: file engine not ready")
+                }
                 chimbuko_mpi::trace::tau::NextStep::EndOfStream => break,
             }
         }
@@ -110,9 +132,23 @@ fn every_fixture_stream_matches_dump_txt() {
         let d = r.dictionary();
         assert_eq!(d.functions.iter().flatten().count(), 6);
         assert_eq!(d.counters.iter().flatten().count(), 33);
-        assert!(d.functions.iter().flatten().any(|n| n.starts_with("[PTHREAD] addr=<")));
-        assert!(d.counters.iter().flatten().filter(|n| n.starts_with(MONITORING_PREFIX)).count() >= 30);
-        assert!(d.metadata.iter().any(|m| m.description == "CPU Cores" && m.value == "2"));
+        assert!(d
+            .functions
+            .iter()
+            .flatten()
+            .any(|n| n.starts_with("[PTHREAD] addr=<")));
+        assert!(
+            d.counters
+                .iter()
+                .flatten()
+                .filter(|n| n.starts_with(MONITORING_PREFIX))
+                .count()
+                >= 30
+        );
+        assert!(d
+            .metadata
+            .iter()
+            .any(|m| m.description == "CPU Cores" && m.value == "2"));
     }
 }
 
@@ -134,15 +170,24 @@ fn monitoring_thread_is_thread_1_and_never_exits_its_pthread_timer() {
         .iter()
         .position(|n| n.as_deref().is_some_and(|n| n.starts_with("[PTHREAD]")))
         .unwrap() as u64;
-    let rows: Vec<_> = steps.iter().flat_map(|s| s.funcs.iter()).filter(|r| r[FUNC_COL_FUNCTION] == pthread).collect();
+    let rows: Vec<_> = steps
+        .iter()
+        .flat_map(|s| s.funcs.iter())
+        .filter(|r| r[FUNC_COL_FUNCTION] == pthread)
+        .collect();
     assert!(!rows.is_empty());
     assert!(rows.iter().all(|r| r[COL_THREAD] == 1));
-    assert!(rows.iter().all(|r| d.event_type(r[FUNC_COL_EVENT_TYPE]) == Some(EventKind::Entry)));
+    assert!(rows
+        .iter()
+        .all(|r| d.event_type(r[FUNC_COL_EVENT_TYPE]) == Some(EventKind::Entry)));
     // Monitoring counters come from thread 1.
     let monitoring: Vec<_> = steps
         .iter()
         .flat_map(|s| s.counters.iter())
-        .filter(|c| d.counter(c[COUNTER_COL_COUNTER]).is_some_and(|n| n.starts_with(MONITORING_PREFIX)))
+        .filter(|c| {
+            d.counter(c[COUNTER_COL_COUNTER])
+                .is_some_and(|n| n.starts_with(MONITORING_PREFIX))
+        })
         .collect();
     assert_eq!(monitoring.len(), 672);
     assert!(monitoring.iter().all(|c| c[COL_THREAD] == 1));
@@ -155,7 +200,11 @@ fn dump_command_reads_the_fixture() {
         .arg(fixture_dir().join("tau-metrics-main2-1.bp"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["steps"].as_array().unwrap().len(), 22);
     assert_eq!(v["total_func_events"], 2010);

@@ -36,10 +36,26 @@ fn roundtrip(engine: Engine) {
         let mut defined: BTreeMap<String, Attribute> = BTreeMap::new();
         let mut seen: BTreeMap<String, Attribute> = BTreeMap::new();
         for (got, want) in steps.iter().zip(&expected) {
-            assert!(got.issues.is_empty(), "{engine}: unexpected issues {:?}", got.issues);
-            assert_eq!(got.funcs, want.funcs, "{engine}: rank {rank} step {} function rows", got.step);
-            assert_eq!(got.comms, want.comms, "{engine}: rank {rank} step {} comm rows", got.step);
-            assert_eq!(got.counters, want.counters, "{engine}: rank {rank} step {} counter rows", got.step);
+            assert!(
+                got.issues.is_empty(),
+                "{engine}: unexpected issues {:?}",
+                got.issues
+            );
+            assert_eq!(
+                got.funcs, want.funcs,
+                "{engine}: rank {rank} step {} function rows",
+                got.step
+            );
+            assert_eq!(
+                got.comms, want.comms,
+                "{engine}: rank {rank} step {} comm rows",
+                got.step
+            );
+            assert_eq!(
+                got.counters, want.counters,
+                "{engine}: rank {rank} step {} counter rows",
+                got.step
+            );
             assert_eq!(got.declared.timer_events, Some(want.funcs.len() as u64));
             for (k, v) in &want.new_attributes {
                 let a = parse_attribute(k, v);
@@ -47,8 +63,14 @@ fn roundtrip(engine: Engine) {
             }
             for a in &got.new_attributes {
                 // Nothing may appear before the writer defined it.
-                assert!(defined.contains_key(&key_of(a)), "{engine}: {a:?} read before it was written");
-                assert!(seen.insert(key_of(a), a.clone()).is_none(), "{engine}: {a:?} reported twice");
+                assert!(
+                    defined.contains_key(&key_of(a)),
+                    "{engine}: {a:?} read before it was written"
+                );
+                assert!(
+                    seen.insert(key_of(a), a.clone()).is_none(),
+                    "{engine}: {a:?} reported twice"
+                );
             }
         }
         assert_eq!(seen, defined, "{engine}: every attribute read exactly once");
@@ -79,7 +101,12 @@ fn synth_is_deterministic_and_ranks_differ() {
     // Ranks number their functions differently (as real TAU ranks may).
     let (c, _) = generate_rank(&sc, 2);
     let names = |s: &chimbuko_mpi::trace::writer::StepData| {
-        let mut v: Vec<_> = s.new_attributes.iter().filter(|(k, _)| k.starts_with("timer ")).cloned().collect();
+        let mut v: Vec<_> = s
+            .new_attributes
+            .iter()
+            .filter(|(k, _)| k.starts_with("timer "))
+            .cloned()
+            .collect();
         v.sort();
         v
     };
@@ -101,12 +128,20 @@ fn ground_truth_matches_the_trace() {
                 }
             }
         }
-        let rows: Vec<_> = steps.iter().flat_map(|s| s.funcs.iter().map(move |r| (s, r))).collect();
+        let rows: Vec<_> = steps
+            .iter()
+            .flat_map(|s| s.funcs.iter().map(move |r| (s, r)))
+            .collect();
         for t in &truth {
             let find = |et: u64, ts: u64| {
-                rows.iter().any(|(_, r)| r[2] == t.thread && r[3] == et && r[5] == ts && names[&r[4]] == t.function)
+                rows.iter().any(|(_, r)| {
+                    r[2] == t.thread && r[3] == et && r[5] == ts && names[&r[4]] == t.function
+                })
             };
-            assert!(find(0, t.entry_us) && find(1, t.exit_us), "truth row {t:?} not in trace");
+            assert!(
+                find(0, t.entry_us) && find(1, t.exit_us),
+                "truth row {t:?} not in trace"
+            );
             assert!(t.exclusive_us <= t.exit_us - t.entry_us);
         }
         assert!(truth.iter().all(|t| t.rank == rank));
@@ -128,7 +163,18 @@ fn sst_writer_process_and_reader_stream_steps() {
         .arg(&toml_path)
         .arg("--out")
         .arg(dir.path())
-        .args(["--engine", "SST", "--ranks", "1", "--steps", "4", "--events-per-step", "1500", "--pace-ms", "50"])
+        .args([
+            "--engine",
+            "SST",
+            "--ranks",
+            "1",
+            "--steps",
+            "4",
+            "--events-per-step",
+            "1500",
+            "--pace-ms",
+            "50",
+        ])
         .spawn()
         .expect("start SST writer");
     let path = stream_path(dir.path(), "tau-metrics", &sc.binary, 0);

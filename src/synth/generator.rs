@@ -278,10 +278,7 @@ impl<'a> RankGenerator<'a> {
         last_step: bool,
     ) {
         let mut emitted = 0u64;
-        loop {
-            let Some(p) = self.threads[ti].next else {
-                break;
-            };
+        while let Some(p) = self.threads[ti].next {
             if !more(p.ts, emitted) {
                 break;
             }

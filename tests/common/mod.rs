@@ -26,7 +26,8 @@ pub fn reader_options(engine: Engine) -> TauReaderOptions {
 
 /// Reads every step of a stream.
 pub fn read_all(path: &Path, opts: TauReaderOptions) -> (Vec<TauStep>, TauStreamReader) {
-    let mut r = TauStreamReader::open(path, opts).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    let mut r = TauStreamReader::open(path, opts)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
     let mut steps = Vec::new();
     let mut idle = 0;
     loop {

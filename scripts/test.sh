@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One command: install what is missing, build, and run every test
+# (format, lints, Rust unit + integration tests incl. mpirun runs, Python tests).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/setup.sh
+# shellcheck disable=SC1091
+. scripts/env.sh
+
+echo "[test] cargo fmt --check"
+cargo fmt --all -- --check
+echo "[test] cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "[test] cargo test"
+cargo test --workspace --quiet 2>&1
+echo "[test] Python tests (independent readers: adios2, h5py)"
+cargo build --quiet
+"$PYTHON" -m pytest -q tests/python
+echo "[test] all tests passed"
