@@ -4,3 +4,4 @@
 pub mod dump;
 pub mod synth;
 pub mod trace;
+pub mod tuning;

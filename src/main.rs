@@ -86,6 +86,7 @@ fn run_dump(a: DumpArgs) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    chimbuko_mpi::tuning::tune_allocator();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Synth(a) => synth::run_cli(a),

@@ -461,8 +461,22 @@ impl StreamReader {
         name: &str,
         n: usize,
     ) -> Result<Option<Vec<[u64; W]>>> {
+        let mut rows = Vec::new();
+        Ok(self.read_rows_into(name, n, &mut rows)?.then_some(rows))
+    }
+
+    /// Like [`read_rows`](Self::read_rows) but into `out` (cleared first),
+    /// reusing its allocation: steady-state reading allocates nothing.
+    /// Returns `false` if the variable is absent this step.
+    pub fn read_rows_into<const W: usize>(
+        &mut self,
+        name: &str,
+        n: usize,
+        out: &mut Vec<[u64; W]>,
+    ) -> Result<bool> {
+        out.clear();
         let Some(var) = self.variable(name)? else {
-            return Ok(None);
+            return Ok(false);
         };
         let t = self.variable_type(var, name)?;
         if !matches!(t, ScalarType::U64 | ScalarType::I64) {
@@ -478,10 +492,10 @@ impl StreamReader {
                 msg: format!("variable {name} has shape {shape:?}, expected [>= {n}, {W}]"),
             });
         }
-        let mut rows: Vec<[u64; W]> = vec![[0u64; W]; n];
         if n == 0 {
-            return Ok(Some(rows));
+            return Ok(true);
         }
+        out.reserve(n);
         let start = [0usize, 0];
         let count = [n, W];
         let op = format!("adios2_set_selection({name})");
@@ -490,17 +504,23 @@ impl StreamReader {
             sys::adios2_set_selection(var, 2, start.as_ptr(), count.as_ptr())
         })?;
         let op = format!("adios2_get({name})");
-        // SAFETY: rows holds exactly n*W contiguous u64 ([u64; W] has no
-        // padding), matching the selection; sync get completes before return.
-        check(&self.path, &op, unsafe {
-            sys::adios2_get(
-                self.engine,
-                var,
-                rows.as_mut_ptr() as *mut c_void,
-                sys::adios2_mode_sync,
-            )
-        })?;
-        Ok(Some(rows))
+        // SAFETY: `out` has capacity for n rows of W contiguous u64 ([u64; W]
+        // has no padding), exactly the selection; the sync get completes
+        // before return, and only then are the rows marked initialised.
+        unsafe {
+            check(
+                &self.path,
+                &op,
+                sys::adios2_get(
+                    self.engine,
+                    var,
+                    out.as_mut_ptr() as *mut c_void,
+                    sys::adios2_mode_sync,
+                ),
+            )?;
+            out.set_len(n);
+        }
+        Ok(true)
     }
 
     /// Names of all attributes visible now.

@@ -298,6 +298,16 @@ pub struct TauStreamReader {
     steps_read: usize,
     /// Last timestamp of each thread in earlier steps, per row kind.
     last_ts: [LastTimestamp; 3],
+    /// Row buffers handed back with [`TauStreamReader::recycle`].
+    spare: RowBuffers,
+}
+
+/// Reusable row storage, so that steady-state reading does not allocate.
+#[derive(Debug, Default)]
+struct RowBuffers {
+    funcs: Vec<FuncRow>,
+    comms: Vec<CommRow>,
+    counters: Vec<CounterRow>,
 }
 
 impl TauStreamReader {
@@ -314,6 +324,7 @@ impl TauStreamReader {
             seen_attributes: HashSet::new(),
             steps_read: 0,
             last_ts: Default::default(),
+            spare: RowBuffers::default(),
         })
     }
 
@@ -333,6 +344,16 @@ impl TauStreamReader {
     /// Number of attributes seen so far.
     pub fn attribute_count(&self) -> usize {
         self.seen_attributes.len()
+    }
+
+    /// Hands a finished step's row buffers back for reuse by the next step
+    /// (optional; saves the page faults of fresh multi-megabyte buffers).
+    pub fn recycle(&mut self, step: TauStep) {
+        self.spare = RowBuffers {
+            funcs: step.funcs,
+            comms: step.comms,
+            counters: step.counters,
+        };
     }
 
     pub fn steps_read(&self) -> usize {
@@ -385,17 +406,27 @@ impl TauStreamReader {
         d.threads = int(&mut self.reader, VAR_THREAD_COUNT)?;
         d.programs = int(&mut self.reader, VAR_PROGRAM_COUNT)?;
         d.comm_ranks = int(&mut self.reader, VAR_COMM_RANK_COUNT)?;
-        let (funcs, n) =
-            self.read_group::<FUNC_WIDTH>(VAR_FUNC_COUNT, VAR_FUNC_ROWS, &mut step.issues)?;
+        let spare = std::mem::take(&mut self.spare);
+        let (funcs, n) = self.read_group::<FUNC_WIDTH>(
+            VAR_FUNC_COUNT,
+            VAR_FUNC_ROWS,
+            spare.funcs,
+            &mut step.issues,
+        )?;
         step.funcs = funcs;
         step.declared.timer_events = n;
-        let (comms, n) =
-            self.read_group::<COMM_WIDTH>(VAR_COMM_COUNT, VAR_COMM_ROWS, &mut step.issues)?;
+        let (comms, n) = self.read_group::<COMM_WIDTH>(
+            VAR_COMM_COUNT,
+            VAR_COMM_ROWS,
+            spare.comms,
+            &mut step.issues,
+        )?;
         step.comms = comms;
         step.declared.comm_events = n;
         let (counters, n) = self.read_group::<COUNTER_WIDTH>(
             VAR_COUNTER_COUNT,
             VAR_COUNTER_ROWS,
+            spare.counters,
             &mut step.issues,
         )?;
         step.counters = counters;
@@ -409,8 +440,10 @@ impl TauStreamReader {
         &mut self,
         count_var: &str,
         rows_var: &str,
+        mut buf: Vec<[u64; W]>,
         issues: &mut StepIssues,
     ) -> Result<(Vec<[u64; W]>, Option<u64>), AdiosError> {
+        buf.clear();
         let declared = self
             .reader
             .read_integer(count_var)?
@@ -425,13 +458,13 @@ impl TauStreamReader {
                     )
                 });
             }
-            return Ok((Vec::new(), declared));
+            return Ok((buf, declared));
         };
         if shape.len() != 2 || shape[1] != W {
             issues.record(IssueKind::BadArray, || {
                 format!("{rows_var} has shape {shape:?}, expected [n, {W}]")
             });
-            return Ok((Vec::new(), declared));
+            return Ok((buf, declared));
         }
         let available = shape[0] as u64;
         let n = match declared {
@@ -443,11 +476,15 @@ impl TauStreamReader {
             }
             _ => available,
         };
-        match self.reader.read_rows::<W>(rows_var, n as usize) {
-            Ok(rows) => Ok((rows.unwrap_or_default(), declared)),
+        match self
+            .reader
+            .read_rows_into::<W>(rows_var, n as usize, &mut buf)
+        {
+            Ok(_) => Ok((buf, declared)),
             Err(AdiosError::Invalid { msg, .. }) => {
                 issues.record(IssueKind::BadArray, || msg);
-                Ok((Vec::new(), declared))
+                buf.clear();
+                Ok((buf, declared))
             }
             Err(e) => Err(e),
         }
@@ -507,60 +544,91 @@ impl TauStreamReader {
     /// Drops impossible rows, overrides the program column and sorts threads
     /// whose rows are out of time order.
     fn validate(&mut self, step: &mut TauStep) {
-        let ctx = RowCheck {
-            program_idx: self.opts.program_idx,
-            expected_rank: self.expected_rank,
-            dict: &self.dict,
-        };
+        let check = RowCheck::new(self.opts.program_idx, self.expected_rank, &self.dict);
         let issues = &mut step.issues;
-        let mut funcs = std::mem::take(&mut step.funcs);
-        retain_valid(&mut funcs, "event_timestamps", issues, |row| {
-            ctx.check_func(row)
+        validate_rows(&mut step.funcs, "event_timestamps", issues, |row| {
+            check.func(row)
         });
-        let mut comms = std::mem::take(&mut step.comms);
-        retain_valid(&mut comms, "comm_timestamps", issues, |row| {
-            ctx.check_comm(row)
+        validate_rows(&mut step.comms, "comm_timestamps", issues, |row| {
+            check.comm(row)
         });
-        let mut counters = std::mem::take(&mut step.counters);
-        retain_valid(&mut counters, "counter_values", issues, |row| {
-            ctx.check_counter(row)
+        validate_rows(&mut step.counters, "counter_values", issues, |row| {
+            check.counter(row)
         });
+        let [f, c, k] = &mut self.last_ts;
         order_by_thread(
-            &mut funcs,
+            &mut step.funcs,
             FUNC_COL_TIMESTAMP,
-            &mut self.last_ts[0],
+            f,
             "event_timestamps",
             issues,
         );
         order_by_thread(
-            &mut comms,
+            &mut step.comms,
             COMM_COL_TIMESTAMP,
-            &mut self.last_ts[1],
+            c,
             "comm_timestamps",
             issues,
         );
         order_by_thread(
-            &mut counters,
+            &mut step.counters,
             COUNTER_COL_TIMESTAMP,
-            &mut self.last_ts[2],
+            k,
             "counter_values",
             issues,
         );
-        step.funcs = funcs;
-        step.comms = comms;
-        step.counters = counters;
     }
 }
 
-struct RowCheck<'a> {
+/// Event-type codes in the lookup table.
+const ET_NONE: u8 = 0;
+const ET_FUNCTION: u8 = 1;
+const ET_COMM: u8 = 2;
+
+/// Validation rules with the dictionary flattened into lookup tables, so that
+/// checking a row is a handful of compares (the reader is memcpy-class).
+struct RowCheck {
     program_idx: u64,
     expected_rank: Option<u64>,
-    dict: &'a Dictionary,
+    event_type: Vec<u8>,
+    function_known: Vec<bool>,
+    counter_known: Vec<bool>,
 }
 
-impl RowCheck<'_> {
+fn known(names: &[Option<String>]) -> Vec<bool> {
+    names.iter().map(Option::is_some).collect()
+}
+
+#[inline]
+fn lookup<T: Copy>(table: &[T], idx: u64, default: T) -> T {
+    usize::try_from(idx)
+        .ok()
+        .and_then(|i| table.get(i).copied())
+        .unwrap_or(default)
+}
+
+impl RowCheck {
+    fn new(program_idx: u64, expected_rank: Option<u64>, dict: &Dictionary) -> Self {
+        let event_type = dict
+            .event_types
+            .iter()
+            .map(|k| match k {
+                Some(k) if k.is_function() => ET_FUNCTION,
+                Some(_) => ET_COMM,
+                None => ET_NONE,
+            })
+            .collect();
+        RowCheck {
+            program_idx,
+            expected_rank,
+            event_type,
+            function_known: known(&dict.functions),
+            counter_known: known(&dict.counters),
+        }
+    }
+
     #[inline]
-    fn check_common(&self, program: &mut u64, rank: u64, thread: u64) -> Result<(), IssueKind> {
+    fn common(&self, program: &mut u64, rank: u64, thread: u64) -> Result<(), IssueKind> {
         if *program >= MAX_PROGRAM {
             return Err(IssueKind::BadProgram);
         }
@@ -579,34 +647,33 @@ impl RowCheck<'_> {
     }
 
     #[inline]
-    fn check_func(&self, row: &mut FuncRow) -> Result<(), IssueKind> {
+    fn func(&self, row: &mut FuncRow) -> Result<(), IssueKind> {
         let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
-        self.check_common(&mut row[COL_PROGRAM], rank, thread)?;
-        match self.dict.event_type(row[FUNC_COL_EVENT_TYPE]) {
-            Some(k) if k.is_function() => {}
-            _ => return Err(IssueKind::BadEventType),
+        self.common(&mut row[COL_PROGRAM], rank, thread)?;
+        if lookup(&self.event_type, row[FUNC_COL_EVENT_TYPE], ET_NONE) != ET_FUNCTION {
+            return Err(IssueKind::BadEventType);
         }
-        if self.dict.function(row[FUNC_COL_FUNCTION]).is_none() {
+        if !lookup(&self.function_known, row[FUNC_COL_FUNCTION], false) {
             return Err(IssueKind::UnknownFunction);
         }
         Ok(())
     }
 
     #[inline]
-    fn check_comm(&self, row: &mut CommRow) -> Result<(), IssueKind> {
+    fn comm(&self, row: &mut CommRow) -> Result<(), IssueKind> {
         let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
-        self.check_common(&mut row[COL_PROGRAM], rank, thread)?;
-        match self.dict.event_type(row[COMM_COL_EVENT_TYPE]) {
-            Some(k) if !k.is_function() => Ok(()),
-            _ => Err(IssueKind::BadEventType),
+        self.common(&mut row[COL_PROGRAM], rank, thread)?;
+        if lookup(&self.event_type, row[COMM_COL_EVENT_TYPE], ET_NONE) != ET_COMM {
+            return Err(IssueKind::BadEventType);
         }
+        Ok(())
     }
 
     #[inline]
-    fn check_counter(&self, row: &mut CounterRow) -> Result<(), IssueKind> {
+    fn counter(&self, row: &mut CounterRow) -> Result<(), IssueKind> {
         let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
-        self.check_common(&mut row[COL_PROGRAM], rank, thread)?;
-        if self.dict.counter(row[COUNTER_COL_COUNTER]).is_none() {
+        self.common(&mut row[COL_PROGRAM], rank, thread)?;
+        if !lookup(&self.counter_known, row[COUNTER_COL_COUNTER], false) {
             return Err(IssueKind::UnknownCounter);
         }
         Ok(())
@@ -614,17 +681,23 @@ impl RowCheck<'_> {
 }
 
 /// Keeps the rows `check` accepts (it may repair them in place), recording
-/// the rest with their row index.
-fn retain_valid<const W: usize>(
+/// the rest with their row index. Valid input costs one pass and no moves.
+fn validate_rows<const W: usize>(
     rows: &mut Vec<[u64; W]>,
     what: &str,
     issues: &mut StepIssues,
-    mut check: impl FnMut(&mut [u64; W]) -> Result<(), IssueKind>,
+    check: impl Fn(&mut [u64; W]) -> Result<(), IssueKind>,
 ) {
+    let Some(first_bad) = rows.iter_mut().position(|r| check(r).is_err()) else {
+        return;
+    };
     let mut index = 0usize;
     rows.retain_mut(|row| {
         let i = index;
         index += 1;
+        if i < first_bad {
+            return true; // already checked and repaired
+        }
         match check(row) {
             Ok(()) => true,
             Err(kind) => {
@@ -648,19 +721,33 @@ fn order_by_thread<const W: usize>(
     let mut step_last = LastTimestamp::default();
     let (mut out_of_order, mut first_bad) = (0u64, None);
     let (mut stale, mut first_stale) = (0u64, None);
+    // Rows come grouped by thread: keep the current thread's state in locals
+    // and touch the maps only when the thread changes.
+    let mut thread = u64::MAX;
+    let (mut newest, mut previous_step) = (0u64, 0u64);
     for (i, row) in rows.iter().enumerate() {
-        let (thread, ts) = (row[COL_THREAD], row[ts_col]);
-        if ts < *last.get_mut(thread) {
+        if row[COL_THREAD] != thread {
+            if thread != u64::MAX {
+                *step_last.get_mut(thread) = newest;
+            }
+            thread = row[COL_THREAD];
+            newest = *step_last.get_mut(thread);
+            previous_step = *last.get_mut(thread);
+        }
+        let ts = row[ts_col];
+        if ts < previous_step {
             stale += 1;
             first_stale.get_or_insert(i);
         }
-        let t = step_last.get_mut(thread);
-        if ts < *t {
+        if ts < newest {
             out_of_order += 1;
             first_bad.get_or_insert(i);
         } else {
-            *t = ts;
+            newest = ts;
         }
+    }
+    if thread != u64::MAX {
+        *step_last.get_mut(thread) = newest;
     }
     issues.add(IssueKind::OutOfOrderAcrossSteps, stale, || {
         let i = first_stale.unwrap_or(0);

@@ -1,0 +1,27 @@
+//! Process-wide tuning applied at start-up.
+
+/// Keeps large buffers in the heap instead of mapping and unmapping them.
+///
+/// ADIOS2 allocates and frees buffers of the step's size every step (tens of
+/// MiB). With glibc's defaults each one is a fresh `mmap`, so every step pays
+/// page faults and zeroing for memory it just released: that cost more than
+/// the read itself. Raising the mmap and trim thresholds lets the allocator
+/// reuse those pages. The retained memory is bounded by the largest step.
+/// Users who set `MALLOC_MMAP_THRESHOLD_` / `MALLOC_TRIM_THRESHOLD_`
+/// themselves keep their values.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const MMAP_THRESHOLD: libc::c_int = 256 << 20;
+        const TRIM_THRESHOLD: libc::c_int = 512 << 20;
+        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+            // SAFETY: mallopt only changes allocator parameters; called before
+            // any other thread exists.
+            unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+        }
+        if std::env::var_os("MALLOC_TRIM_THRESHOLD_").is_none() {
+            // SAFETY: as above.
+            unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD) };
+        }
+    }
+}
