@@ -1,0 +1,499 @@
+//! Exact statistics: integer power sums of integer-microsecond runtimes.
+//!
+//! Floating-point running moments (Welford, Chan/Pébay merges) give results
+//! that depend on the order in which data are merged, so the model would
+//! depend on how many AD ranks read the streams. Here every partial model is
+//! a set of integers — count, Σx, Σx², Σx³, Σx⁴, min, max — whose merge is
+//! integer addition: associative, commutative, and therefore bit-identical
+//! for any split of the data and any merge order. Floating point appears
+//! only when a statistic is read, computed from the exact totals.
+//!
+//! Widths: runtimes are below 2^44 µs (200 days) and counts below 2^40, so
+//! Σx < 2^84, Σx² < 2^128, Σx³ and Σx⁴ fit in 256 bits. Central moments are
+//! formed exactly in 512-bit signed arithmetic before the one conversion.
+
+use std::cmp::Ordering;
+
+/// Unsigned 256-bit integer, little-endian 64-bit limbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct U256(pub [u64; 4]);
+
+impl U256 {
+    pub const ZERO: U256 = U256([0; 4]);
+
+    pub fn from_u128(v: u128) -> Self {
+        U256([v as u64, (v >> 64) as u64, 0, 0])
+    }
+
+    /// Wrapping addition (our sums never reach 2^256).
+    #[inline]
+    pub fn add(&mut self, other: &U256) {
+        let mut carry = 0u64;
+        for i in 0..4 {
+            let (s1, c1) = self.0[i].overflowing_add(other.0[i]);
+            let (s2, c2) = s1.overflowing_add(carry);
+            self.0[i] = s2;
+            carry = (c1 as u64) + (c2 as u64);
+        }
+    }
+
+    /// `a * b` for 128-bit operands (exact, < 2^256).
+    #[inline]
+    pub fn mul_u128(a: u128, b: u128) -> U256 {
+        let (a0, a1) = (a as u64 as u128, (a >> 64) as u64 as u128);
+        let (b0, b1) = (b as u64 as u128, (b >> 64) as u64 as u128);
+        let mut r = U256::from_u128(a0 * b0);
+        let mid1 = a0 * b1;
+        let mid2 = a1 * b0;
+        r.add(&U256([0, mid1 as u64, (mid1 >> 64) as u64, 0]));
+        r.add(&U256([0, mid2 as u64, (mid2 >> 64) as u64, 0]));
+        let hi = a1 * b1;
+        r.add(&U256([0, 0, hi as u64, (hi >> 64) as u64]));
+        r
+    }
+
+    pub fn to_f64(&self) -> f64 {
+        I512::from_u256(self).to_f64()
+    }
+
+    /// Decimal digits, for JSON output of exact totals.
+    pub fn to_decimal(&self) -> String {
+        I512::from_u256(self).to_decimal()
+    }
+}
+
+/// Signed 512-bit integer in two's complement, little-endian limbs; used
+/// only to form central moments exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct I512(pub [u64; 8]);
+
+impl I512 {
+    pub const ZERO: I512 = I512([0; 8]);
+
+    pub fn from_u128(v: u128) -> Self {
+        let mut l = [0u64; 8];
+        l[0] = v as u64;
+        l[1] = (v >> 64) as u64;
+        I512(l)
+    }
+
+    pub fn from_u64(v: u64) -> Self {
+        Self::from_u128(v as u128)
+    }
+
+    pub fn from_u256(v: &U256) -> Self {
+        let mut l = [0u64; 8];
+        l[..4].copy_from_slice(&v.0);
+        I512(l)
+    }
+
+    pub fn is_negative(&self) -> bool {
+        (self.0[7] >> 63) == 1
+    }
+
+    pub fn add(&self, o: &I512) -> I512 {
+        let mut r = [0u64; 8];
+        let mut carry = 0u64;
+        for (i, out) in r.iter_mut().enumerate() {
+            let (s1, c1) = self.0[i].overflowing_add(o.0[i]);
+            let (s2, c2) = s1.overflowing_add(carry);
+            *out = s2;
+            carry = (c1 as u64) + (c2 as u64);
+        }
+        I512(r)
+    }
+
+    pub fn neg(&self) -> I512 {
+        let mut inv = [0u64; 8];
+        for (i, out) in inv.iter_mut().enumerate() {
+            *out = !self.0[i];
+        }
+        I512(inv).add(&I512::from_u64(1))
+    }
+
+    pub fn sub(&self, o: &I512) -> I512 {
+        self.add(&o.neg())
+    }
+
+    fn abs_limbs(&self) -> [u64; 8] {
+        if self.is_negative() {
+            self.neg().0
+        } else {
+            self.0
+        }
+    }
+
+    /// Product truncated to 512 bits (exact for our magnitudes, < 2^400).
+    pub fn mul(&self, o: &I512) -> I512 {
+        let negative = self.is_negative() != o.is_negative();
+        let (a, b) = (self.abs_limbs(), o.abs_limbs());
+        let mut r = [0u64; 8];
+        for i in 0..8 {
+            if a[i] == 0 {
+                continue;
+            }
+            let mut carry = 0u128;
+            for j in 0..(8 - i) {
+                let t = a[i] as u128 * b[j] as u128 + r[i + j] as u128 + carry;
+                r[i + j] = t as u64;
+                carry = t >> 64;
+            }
+        }
+        let p = I512(r);
+        if negative {
+            p.neg()
+        } else {
+            p
+        }
+    }
+
+    pub fn mul_u64(&self, k: u64) -> I512 {
+        self.mul(&I512::from_u64(k))
+    }
+
+    /// Nearest-ish f64 (sums limbs from the top; deterministic).
+    pub fn to_f64(&self) -> f64 {
+        let l = self.abs_limbs();
+        let mut v = 0.0f64;
+        for i in (0..8).rev() {
+            v = v * 18446744073709551616.0 + l[i] as f64;
+        }
+        if self.is_negative() {
+            -v
+        } else {
+            v
+        }
+    }
+
+    pub fn cmp_zero(&self) -> Ordering {
+        if self.is_negative() {
+            Ordering::Less
+        } else if self.0.iter().all(|&x| x == 0) {
+            Ordering::Equal
+        } else {
+            Ordering::Greater
+        }
+    }
+
+    pub fn to_decimal(&self) -> String {
+        let mut l = self.abs_limbs();
+        if l.iter().all(|&x| x == 0) {
+            return "0".into();
+        }
+        let mut digits = Vec::new();
+        while l.iter().any(|&x| x != 0) {
+            // Divide by 10^19 (largest power of ten in a u64).
+            let mut rem = 0u128;
+            for i in (0..8).rev() {
+                let cur = (rem << 64) | l[i] as u128;
+                l[i] = (cur / 10_000_000_000_000_000_000u128) as u64;
+                rem = cur % 10_000_000_000_000_000_000u128;
+            }
+            digits.push(rem as u64);
+        }
+        let mut s = String::new();
+        if self.is_negative() {
+            s.push('-');
+        }
+        s.push_str(&digits.pop().unwrap_or(0).to_string());
+        for d in digits.iter().rev() {
+            s.push_str(&format!("{d:019}"));
+        }
+        s
+    }
+}
+
+/// Count, power sums, min and max of integer runtimes: the exact, mergeable
+/// state behind every statistic we report (mean, stddev, skewness, kurtosis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ExactMoments {
+    pub n: u64,
+    pub s1: u128,
+    pub s2: u128,
+    pub s3: U256,
+    pub s4: U256,
+    /// Valid only when `n > 0`.
+    pub min: u64,
+    pub max: u64,
+}
+
+/// Number of 32-bit limbs (stored in u64 words) of the SUM-reduced part.
+pub const MOMENT_SUM_WORDS: usize = 2 + 4 + 4 + 8 + 8;
+
+impl ExactMoments {
+    #[inline]
+    pub fn push(&mut self, x: u64) {
+        if self.n == 0 {
+            self.min = x;
+            self.max = x;
+        } else {
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+        }
+        self.n += 1;
+        let x = x as u128;
+        let x2 = x * x; // < 2^128 for x < 2^64
+        self.s1 += x;
+        self.s2 = self.s2.wrapping_add(x2);
+        self.s3.add(&U256::mul_u128(x2, x));
+        self.s4.add(&U256::mul_u128(x2, x2));
+    }
+
+    /// Exact merge (integer sums; order never matters).
+    pub fn merge(&mut self, o: &ExactMoments) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *o;
+            return;
+        }
+        self.n += o.n;
+        self.s1 += o.s1;
+        self.s2 = self.s2.wrapping_add(o.s2);
+        self.s3.add(&o.s3);
+        self.s4.add(&o.s4);
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        self.s1 as f64 / self.n as f64
+    }
+
+    /// n·M2 = n·Σx² − (Σx)², exact.
+    fn n_m2(&self) -> I512 {
+        let n = I512::from_u64(self.n);
+        let s1 = I512::from_u128(self.s1);
+        n.mul(&I512::from_u128(self.s2)).sub(&s1.mul(&s1))
+    }
+
+    /// n²·M3 = n²Σx³ − 3nΣxΣx² + 2(Σx)³, exact.
+    fn n2_m3(&self) -> I512 {
+        let n = I512::from_u64(self.n);
+        let s1 = I512::from_u128(self.s1);
+        let s2 = I512::from_u128(self.s2);
+        let s3 = I512::from_u256(&self.s3);
+        n.mul(&n)
+            .mul(&s3)
+            .sub(&n.mul(&s1).mul(&s2).mul_u64(3))
+            .add(&s1.mul(&s1).mul(&s1).mul_u64(2))
+    }
+
+    /// n³·M4 = n³Σx⁴ − 4n²ΣxΣx³ + 6n(Σx)²Σx² − 3(Σx)⁴, exact.
+    fn n3_m4(&self) -> I512 {
+        let n = I512::from_u64(self.n);
+        let s1 = I512::from_u128(self.s1);
+        let s2 = I512::from_u128(self.s2);
+        let s3 = I512::from_u256(&self.s3);
+        let s4 = I512::from_u256(&self.s4);
+        let s1_2 = s1.mul(&s1);
+        n.mul(&n)
+            .mul(&n)
+            .mul(&s4)
+            .sub(&n.mul(&n).mul(&s1).mul(&s3).mul_u64(4))
+            .add(&n.mul(&s1_2).mul(&s2).mul_u64(6))
+            .sub(&s1_2.mul(&s1_2).mul_u64(3))
+    }
+
+    /// Variance with `ddof` (Chimbuko uses 1); 0 when `n <= ddof`.
+    pub fn variance(&self, ddof: u64) -> f64 {
+        if self.n <= ddof {
+            return 0.0;
+        }
+        let nm2 = self.n_m2();
+        if nm2.cmp_zero() != Ordering::Greater {
+            return 0.0;
+        }
+        nm2.to_f64() / (self.n as f64 * (self.n - ddof) as f64)
+    }
+
+    pub fn stddev(&self, ddof: u64) -> f64 {
+        self.variance(ddof).sqrt()
+    }
+
+    /// Population skewness g1 = √n·M3 / M2^{3/2}; 0 if all values are equal.
+    pub fn skewness(&self) -> f64 {
+        let nm2 = self.n_m2();
+        if self.n < 2 || nm2.cmp_zero() != Ordering::Greater {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let m2 = nm2.to_f64() / n;
+        let m3 = self.n2_m3().to_f64() / (n * n);
+        n.sqrt() * m3 / m2.powf(1.5)
+    }
+
+    /// Excess population kurtosis n·M4 / M2² − 3; 0 if all values are equal.
+    pub fn kurtosis(&self) -> f64 {
+        let nm2 = self.n_m2();
+        if self.n < 2 || nm2.cmp_zero() != Ordering::Greater {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let m2 = nm2.to_f64() / n;
+        let m4 = self.n3_m4().to_f64() / (n * n * n);
+        n * m4 / (m2 * m2) - 3.0
+    }
+
+    /// Appends the SUM-reducible part as 32-bit limbs in u64 words, so that
+    /// an MPI `SUM` over ranks cannot overflow a word (carries are resolved
+    /// by [`from_words`](Self::from_words)).
+    pub fn sum_words(&self, out: &mut Vec<u64>) {
+        push_limbs32(out, &[self.n]);
+        push_limbs32(out, &[self.s1 as u64, (self.s1 >> 64) as u64]);
+        push_limbs32(out, &[self.s2 as u64, (self.s2 >> 64) as u64]);
+        push_limbs32(out, &self.s3.0);
+        push_limbs32(out, &self.s4.0);
+    }
+
+    /// Rebuilds from reduced words plus the reduced min and max.
+    pub fn from_words(words: &[u64], min: u64, max: u64) -> ExactMoments {
+        let mut pos = 0;
+        let mut take = |n64: usize| -> Vec<u64> {
+            let v = fold_limbs32(&words[pos..pos + 2 * n64], n64);
+            pos += 2 * n64;
+            v
+        };
+        let n = take(1)[0];
+        let s1 = take(2);
+        let s2 = take(2);
+        let s3 = take(4);
+        let s4 = take(4);
+        ExactMoments {
+            n,
+            s1: s1[0] as u128 | (s1[1] as u128) << 64,
+            s2: s2[0] as u128 | (s2[1] as u128) << 64,
+            s3: U256([s3[0], s3[1], s3[2], s3[3]]),
+            s4: U256([s4[0], s4[1], s4[2], s4[3]]),
+            min: if n == 0 { 0 } else { min },
+            max: if n == 0 { 0 } else { max },
+        }
+    }
+}
+
+fn push_limbs32(out: &mut Vec<u64>, limbs64: &[u64]) {
+    for &l in limbs64 {
+        out.push(l & 0xFFFF_FFFF);
+        out.push(l >> 32);
+    }
+}
+
+/// Sums of 32-bit limbs (each possibly > 2^32 after a SUM) back to 64-bit limbs.
+fn fold_limbs32(words: &[u64], n64: usize) -> Vec<u64> {
+    let mut out = vec![0u64; n64];
+    let mut carry: u128 = 0;
+    for i in 0..2 * n64 {
+        let v = words[i] as u128 + carry;
+        let limb32 = (v & 0xFFFF_FFFF) as u64;
+        carry = v >> 32;
+        out[i / 2] |= limb32 << (32 * (i % 2));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn direct(xs: &[u64]) -> (f64, f64, f64, f64) {
+        let n = xs.len() as f64;
+        let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let m = |k: i32| xs.iter().map(|&x| (x as f64 - mean).powi(k)).sum::<f64>() / n;
+        let (m2, m3, m4) = (m(2), m(3), m(4));
+        let var1 = m2 * n / (n - 1.0);
+        (mean, var1.sqrt(), n.sqrt() * m3 * n / (m2 * n).powf(1.5), m4 / (m2 * m2) - 3.0)
+    }
+
+    fn sample(seed: u64, n: usize) -> Vec<u64> {
+        let mut r = crate::synth::rng::Rng::new(&[seed]);
+        (0..n)
+            .map(|_| (200.0 * (0.5 * r.normal()).exp()).round() as u64 + 1)
+            .collect()
+    }
+
+    #[test]
+    fn moments_match_two_pass() {
+        let xs = sample(1, 10_000);
+        let mut m = ExactMoments::default();
+        xs.iter().for_each(|&x| m.push(x));
+        let (mean, sd, skew, kurt) = direct(&xs);
+        let rel = |a: f64, b: f64| ((a - b) / b).abs();
+        assert!(rel(m.mean(), mean) < 1e-12);
+        assert!(rel(m.stddev(1), sd) < 1e-10);
+        assert!(rel(m.skewness(), skew) < 1e-8, "{} {}", m.skewness(), skew);
+        assert!(rel(m.kurtosis(), kurt) < 1e-8, "{} {}", m.kurtosis(), kurt);
+        assert_eq!(m.min, *xs.iter().min().unwrap());
+        assert_eq!(m.max, *xs.iter().max().unwrap());
+    }
+
+    #[test]
+    fn any_split_and_order_is_bit_identical() {
+        let xs = sample(2, 5_000);
+        let mut whole = ExactMoments::default();
+        xs.iter().for_each(|&x| whole.push(x));
+        for parts in [2usize, 3, 7, 64] {
+            let mut partials: Vec<ExactMoments> = xs
+                .chunks(xs.len().div_ceil(parts))
+                .map(|c| {
+                    let mut m = ExactMoments::default();
+                    c.iter().for_each(|&x| m.push(x));
+                    m
+                })
+                .collect();
+            partials.reverse();
+            let mut merged = ExactMoments::default();
+            partials.iter().for_each(|p| merged.merge(p));
+            assert_eq!(merged, whole);
+            assert_eq!(merged.stddev(1).to_bits(), whole.stddev(1).to_bits());
+            assert_eq!(merged.kurtosis().to_bits(), whole.kurtosis().to_bits());
+        }
+    }
+
+    #[test]
+    fn words_roundtrip_and_sum_like_mpi() {
+        let xs = sample(3, 1000);
+        let (a, b) = xs.split_at(400);
+        let mut ma = ExactMoments::default();
+        a.iter().for_each(|&x| ma.push(x));
+        let mut mb = ExactMoments::default();
+        b.iter().for_each(|&x| mb.push(x));
+        let (mut wa, mut wb) = (Vec::new(), Vec::new());
+        ma.sum_words(&mut wa);
+        mb.sum_words(&mut wb);
+        assert_eq!(wa.len(), MOMENT_SUM_WORDS);
+        let summed: Vec<u64> = wa.iter().zip(&wb).map(|(x, y)| x + y).collect();
+        let got = ExactMoments::from_words(&summed, ma.min.min(mb.min), ma.max.max(mb.max));
+        let mut want = ma;
+        want.merge(&mb);
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn huge_values_stay_exact() {
+        let mut m = ExactMoments::default();
+        for x in [1u64 << 43, (1u64 << 43) + 1, (1u64 << 43) + 2] {
+            m.push(x);
+        }
+        assert_eq!(m.mean(), (1u64 << 43) as f64 + 1.0);
+        assert!((m.variance(1) - 1.0).abs() < 1e-12, "{}", m.variance(1));
+        assert!(m.skewness().abs() < 1e-12);
+        assert_eq!(I512::from_u128(12345678901234567890123456789).to_decimal(), "12345678901234567890123456789");
+        assert_eq!(I512::from_u64(5).neg().to_decimal(), "-5");
+    }
+
+    #[test]
+    fn empty_and_single() {
+        let mut m = ExactMoments::default();
+        assert_eq!(m.variance(1), 0.0);
+        m.push(7);
+        assert_eq!((m.mean(), m.stddev(1), m.skewness(), m.kurtosis()), (7.0, 0.0, 0.0, 0.0));
+    }
+}

@@ -1,0 +1,87 @@
+//! Anomaly detectors behind one trait.
+//!
+//! Every detector works in the bulk-synchronous step of the run:
+//! 1. [`Detector::observe`] each runtime of this step into a *partial* model;
+//! 2. [`Detector::take_partial`] encodes the partial as a [`Wire`] that the
+//!    collectives reduce over all AD ranks with integer `SUM`/`MIN`/`MAX`;
+//! 3. [`Detector::merge_reduced`] adds the reduced step totals to the global
+//!    model — identical on every rank, whatever the number of ranks;
+//! 4. [`Detector::label`] scores each execution against that global model.
+//!
+//! Partial models must be exactly mergeable (integers), so that labels never
+//! depend on how the streams were split among ranks.
+
+pub mod exact;
+pub mod sstd;
+
+use serde::Serialize;
+
+/// A partial model in reducible form: `sum` words are added over ranks,
+/// `min` words take the minimum and `max` words the maximum.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wire {
+    pub sum: Vec<u64>,
+    pub min: Vec<u64>,
+    pub max: Vec<u64>,
+}
+
+/// Outcome for one execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Label {
+    Normal,
+    Anomaly,
+    /// The global model does not have enough data for this function yet.
+    Unlabeled,
+}
+
+impl Label {
+    pub fn name(self) -> &'static str {
+        match self {
+            Label::Normal => "normal",
+            Label::Anomaly => "anomaly",
+            Label::Unlabeled => "unlabeled",
+        }
+    }
+}
+
+/// Label and score of one execution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Verdict {
+    pub label: Label,
+    pub score: f64,
+}
+
+/// What every detector implements.
+pub trait Detector: Send {
+    /// Name as given to `--algorithm`.
+    fn name(&self) -> &'static str;
+    /// Makes room for functions `0..n` (the global function table grew).
+    fn ensure_functions(&mut self, n: usize);
+    /// Adds one runtime (µs) of `function` to this step's partial model.
+    fn observe(&mut self, function: u32, value: u64);
+    /// The partial model of this step for functions `0..n`, then cleared.
+    fn take_partial(&mut self) -> Wire;
+    /// Merges the step partial reduced over all ranks into the global model.
+    fn merge_reduced(&mut self, reduced: &Wire);
+    /// Labels one runtime of `function` against the global model.
+    fn label(&self, function: u32, value: u64) -> Verdict;
+    /// The model parameters of `function`, for provenance and reports.
+    fn model_json(&self, function: u32) -> serde_json::Value;
+    /// Number of executions the global model holds for `function`.
+    fn count(&self, function: u32) -> u64;
+    /// A digest of the whole global model (equal on every rank, or a bug).
+    fn digest(&self) -> u64;
+}
+
+/// FNV-1a over words: a cheap, stable digest for cross-rank model checks.
+pub fn fnv1a(words: impl IntoIterator<Item = u64>) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}

@@ -1,0 +1,236 @@
+//! SSTD: a function's execution is anomalous when its runtime lies outside
+//! `mean ± σ·stddev` of all executions of that function seen so far (all
+//! ranks, all steps, this step included), as in Chimbuko. Score is
+//! `|x − mean| / stddev`; the model is exact integer power sums, so mean and
+//! stddev are bit-identical on every rank for any number of ranks.
+
+use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
+use super::{fnv1a, Detector, Label, Verdict, Wire};
+
+/// SSTD parameters.
+#[derive(Debug, Clone)]
+pub struct SstdParams {
+    /// Default σ (Chimbuko's default is 6).
+    pub sigma: f64,
+    /// Executions the global model must hold before a function is labelled
+    /// (Chimbuko: 2).
+    pub min_count: u64,
+}
+
+impl Default for SstdParams {
+    fn default() -> Self {
+        SstdParams {
+            sigma: 6.0,
+            min_count: 2,
+        }
+    }
+}
+
+/// The SSTD detector.
+#[derive(Debug, Clone)]
+pub struct Sstd {
+    params: SstdParams,
+    /// Per-function σ overrides, by global function index.
+    sigma_of: Vec<Option<f64>>,
+    global: Vec<ExactMoments>,
+    partial: Vec<ExactMoments>,
+}
+
+impl Sstd {
+    pub fn new(params: SstdParams) -> Self {
+        Sstd {
+            params,
+            sigma_of: Vec::new(),
+            global: Vec::new(),
+            partial: Vec::new(),
+        }
+    }
+
+    /// Sets σ for one function (from a per-function threshold file).
+    pub fn set_sigma(&mut self, function: u32, sigma: f64) {
+        let i = function as usize;
+        if self.sigma_of.len() <= i {
+            self.sigma_of.resize(i + 1, None);
+        }
+        self.sigma_of[i] = Some(sigma);
+    }
+
+    pub fn sigma(&self, function: u32) -> f64 {
+        self.sigma_of
+            .get(function as usize)
+            .copied()
+            .flatten()
+            .unwrap_or(self.params.sigma)
+    }
+
+    /// The global model of one function.
+    pub fn moments(&self, function: u32) -> ExactMoments {
+        self.global.get(function as usize).copied().unwrap_or_default()
+    }
+
+    /// (lower, upper) thresholds of `function`.
+    pub fn thresholds(&self, function: u32) -> (f64, f64) {
+        let m = self.moments(function);
+        let (mean, sd) = (m.mean(), m.stddev(1));
+        let s = self.sigma(function);
+        (mean - s * sd, mean + s * sd)
+    }
+}
+
+impl Detector for Sstd {
+    fn name(&self) -> &'static str {
+        "sstd"
+    }
+
+    fn ensure_functions(&mut self, n: usize) {
+        if self.global.len() < n {
+            self.global.resize(n, ExactMoments::default());
+            self.partial.resize(n, ExactMoments::default());
+        }
+    }
+
+    #[inline]
+    fn observe(&mut self, function: u32, value: u64) {
+        if let Some(m) = self.partial.get_mut(function as usize) {
+            m.push(value);
+        }
+    }
+
+    fn take_partial(&mut self) -> Wire {
+        let n = self.partial.len();
+        let mut wire = Wire {
+            sum: Vec::with_capacity(n * MOMENT_SUM_WORDS),
+            min: Vec::with_capacity(n),
+            max: Vec::with_capacity(n),
+        };
+        for m in &mut self.partial {
+            m.sum_words(&mut wire.sum);
+            // Empty partials must not win a MIN/MAX reduction.
+            wire.min.push(if m.n == 0 { u64::MAX } else { m.min });
+            wire.max.push(if m.n == 0 { 0 } else { m.max });
+            *m = ExactMoments::default();
+        }
+        wire
+    }
+
+    fn merge_reduced(&mut self, reduced: &Wire) {
+        let n = reduced.min.len().min(self.global.len());
+        for f in 0..n {
+            let words = &reduced.sum[f * MOMENT_SUM_WORDS..(f + 1) * MOMENT_SUM_WORDS];
+            let step = ExactMoments::from_words(words, reduced.min[f], reduced.max[f]);
+            self.global[f].merge(&step);
+        }
+    }
+
+    fn label(&self, function: u32, value: u64) -> Verdict {
+        let m = self.moments(function);
+        if m.n < self.params.min_count.max(2) {
+            return Verdict {
+                label: Label::Unlabeled,
+                score: 0.0,
+            };
+        }
+        let (mean, sd) = (m.mean(), m.stddev(1));
+        let x = value as f64;
+        let s = self.sigma(function);
+        let (lo, hi) = (mean - s * sd, mean + s * sd);
+        let label = if x < lo || x > hi {
+            Label::Anomaly
+        } else {
+            Label::Normal
+        };
+        let score = (x - mean).abs() / if sd == 0.0 { 1e-10 } else { sd };
+        Verdict { label, score }
+    }
+
+    fn model_json(&self, function: u32) -> serde_json::Value {
+        let m = self.moments(function);
+        let (lo, hi) = self.thresholds(function);
+        serde_json::json!({
+            "algorithm": "sstd",
+            "count": m.n,
+            "mean": m.mean(),
+            "stddev": m.stddev(1),
+            "skewness": m.skewness(),
+            "kurtosis": m.kurtosis(),
+            "minimum": if m.n > 0 { Some(m.min) } else { None },
+            "maximum": if m.n > 0 { Some(m.max) } else { None },
+            "sigma": self.sigma(function),
+            "threshold_low": lo,
+            "threshold_high": hi,
+            "sum": m.s1.to_string(),
+            "sum_squares": m.s2.to_string(),
+            "sum_cubes": m.s3.to_decimal(),
+            "sum_fourth_powers": m.s4.to_decimal(),
+        })
+    }
+
+    fn count(&self, function: u32) -> u64 {
+        self.moments(function).n
+    }
+
+    fn digest(&self) -> u64 {
+        let mut words = Vec::with_capacity(self.global.len() * MOMENT_SUM_WORDS);
+        for m in &self.global {
+            m.sum_words(&mut words);
+            words.push(m.min);
+            words.push(m.max);
+        }
+        fnv1a(words)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_steps(parts: &[Vec<(u32, u64)>]) -> Sstd {
+        // Simulates ranks: each part is one rank's data of a single step.
+        let mut det = Sstd::new(SstdParams::default());
+        det.ensure_functions(2);
+        let mut total: Option<Wire> = None;
+        for p in parts {
+            let mut rank = Sstd::new(SstdParams::default());
+            rank.ensure_functions(2);
+            for &(f, v) in p {
+                rank.observe(f, v);
+            }
+            let w = rank.take_partial();
+            total = Some(match total {
+                None => w,
+                Some(t) => Wire {
+                    sum: t.sum.iter().zip(&w.sum).map(|(a, b)| a + b).collect(),
+                    min: t.min.iter().zip(&w.min).map(|(a, b)| *a.min(b)).collect(),
+                    max: t.max.iter().zip(&w.max).map(|(a, b)| *a.max(b)).collect(),
+                },
+            });
+        }
+        det.merge_reduced(&total.unwrap());
+        det
+    }
+
+    #[test]
+    fn labels_outliers_beyond_sigma() {
+        let mut data: Vec<(u32, u64)> = (0..1000).map(|i| (0, 100 + (i % 11))).collect();
+        data.push((0, 1000));
+        let det = run_steps(&[data]);
+        assert_eq!(det.label(0, 105).label, Label::Normal);
+        assert_eq!(det.label(0, 1000).label, Label::Anomaly);
+        assert_eq!(det.label(1, 5).label, Label::Unlabeled);
+        let m = det.moments(0);
+        let v = det.label(0, 1000);
+        assert!((v.score - (1000.0 - m.mean()) / m.stddev(1)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn split_over_ranks_is_bit_identical() {
+        let data: Vec<(u32, u64)> = (0..997u64).map(|i| ((i % 2) as u32, 50 + (i * 7919) % 101)).collect();
+        let one = run_steps(&[data.clone()]);
+        let split: Vec<Vec<(u32, u64)>> = data.chunks(100).map(|c| c.to_vec()).collect();
+        let many = run_steps(&split);
+        assert_eq!(one.digest(), many.digest());
+        for v in [10u64, 55, 99, 500] {
+            assert_eq!(one.label(1, v).score.to_bits(), many.label(1, v).score.to_bits());
+        }
+    }
+}
