@@ -9,7 +9,7 @@ use chimbuko_mpi::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamRea
 
 /// Directory of the real TAU fixture.
 pub fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/tau/simple_workflow")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tau/simple_workflow")
 }
 
 pub fn reader_options(engine: Engine) -> TauReaderOptions {

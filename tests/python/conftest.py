@@ -20,4 +20,4 @@ def binary():
 
 @pytest.fixture(scope="session")
 def fixture_dir():
-    return ROOT.parent / "shared" / "fixtures" / "tau" / "simple_workflow"
+    return ROOT / "tests" / "fixtures" / "tau" / "simple_workflow"
