@@ -28,6 +28,8 @@ enum Command {
     Synth(synth::SynthArgs),
     /// Summarise what a TAU stream holds, step by step.
     Dump(DumpArgs),
+    /// Analyse TAU streams on N AD ranks (under mpirun): label every execution.
+    Run(chimbuko_mpi::run::RunArgs),
 }
 
 #[derive(Args)]
@@ -91,6 +93,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Synth(a) => synth::run_cli(a),
         Command::Dump(a) => run_dump(a),
+        Command::Run(a) => chimbuko_mpi::run::run_cli(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

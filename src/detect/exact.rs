@@ -409,7 +409,12 @@ mod tests {
         let m = |k: i32| xs.iter().map(|&x| (x as f64 - mean).powi(k)).sum::<f64>() / n;
         let (m2, m3, m4) = (m(2), m(3), m(4));
         let var1 = m2 * n / (n - 1.0);
-        (mean, var1.sqrt(), n.sqrt() * m3 * n / (m2 * n).powf(1.5), m4 / (m2 * m2) - 3.0)
+        (
+            mean,
+            var1.sqrt(),
+            n.sqrt() * m3 * n / (m2 * n).powf(1.5),
+            m4 / (m2 * m2) - 3.0,
+        )
     }
 
     fn sample(seed: u64, n: usize) -> Vec<u64> {
@@ -485,7 +490,10 @@ mod tests {
         assert_eq!(m.mean(), (1u64 << 43) as f64 + 1.0);
         assert!((m.variance(1) - 1.0).abs() < 1e-12, "{}", m.variance(1));
         assert!(m.skewness().abs() < 1e-12);
-        assert_eq!(I512::from_u128(12345678901234567890123456789).to_decimal(), "12345678901234567890123456789");
+        assert_eq!(
+            I512::from_u128(12345678901234567890123456789).to_decimal(),
+            "12345678901234567890123456789"
+        );
         assert_eq!(I512::from_u64(5).neg().to_decimal(), "-5");
     }
 
@@ -494,6 +502,9 @@ mod tests {
         let mut m = ExactMoments::default();
         assert_eq!(m.variance(1), 0.0);
         m.push(7);
-        assert_eq!((m.mean(), m.stddev(1), m.skewness(), m.kurtosis()), (7.0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            (m.mean(), m.stddev(1), m.skewness(), m.kurtosis()),
+            (7.0, 0.0, 0.0, 0.0)
+        );
     }
 }

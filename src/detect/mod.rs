@@ -64,6 +64,8 @@ pub trait Detector: Send {
     fn take_partial(&mut self) -> Wire;
     /// Merges the step partial reduced over all ranks into the global model.
     fn merge_reduced(&mut self, reduced: &Wire);
+    /// Sets a per-function threshold (SSTD: σ), from `--threshold-file`.
+    fn set_function_threshold(&mut self, function: u32, value: f64);
     /// Labels one runtime of `function` against the global model.
     fn label(&self, function: u32, value: u64) -> Verdict;
     /// The model parameters of `function`, for provenance and reports.

@@ -65,7 +65,10 @@ impl Sstd {
 
     /// The global model of one function.
     pub fn moments(&self, function: u32) -> ExactMoments {
-        self.global.get(function as usize).copied().unwrap_or_default()
+        self.global
+            .get(function as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// (lower, upper) thresholds of `function`.
@@ -120,6 +123,10 @@ impl Detector for Sstd {
             let step = ExactMoments::from_words(words, reduced.min[f], reduced.max[f]);
             self.global[f].merge(&step);
         }
+    }
+
+    fn set_function_threshold(&mut self, function: u32, value: f64) {
+        self.set_sigma(function, value);
     }
 
     fn label(&self, function: u32, value: u64) -> Verdict {
@@ -224,13 +231,18 @@ mod tests {
 
     #[test]
     fn split_over_ranks_is_bit_identical() {
-        let data: Vec<(u32, u64)> = (0..997u64).map(|i| ((i % 2) as u32, 50 + (i * 7919) % 101)).collect();
+        let data: Vec<(u32, u64)> = (0..997u64)
+            .map(|i| ((i % 2) as u32, 50 + (i * 7919) % 101))
+            .collect();
         let one = run_steps(&[data.clone()]);
         let split: Vec<Vec<(u32, u64)>> = data.chunks(100).map(|c| c.to_vec()).collect();
         let many = run_steps(&split);
         assert_eq!(one.digest(), many.digest());
         for v in [10u64, 55, 99, 500] {
-            assert_eq!(one.label(1, v).score.to_bits(), many.label(1, v).score.to_bits());
+            assert_eq!(
+                one.label(1, v).score.to_bits(),
+                many.label(1, v).score.to_bits()
+            );
         }
     }
 }

@@ -1,0 +1,524 @@
+//! `chimbuko-mpi run`: the bulk-synchronous analysis.
+//!
+//! Every AD rank owns a contiguous block of the application's streams and all
+//! ranks walk the steps in lockstep (see `docs/` and the architecture doc):
+//! read → agree on names → build executions → partial model → reduce →
+//! label → collect → status. There is no parameter server: the global model
+//! after step *t* is the exact sum of every rank's partial models up to *t*,
+//! identical on every rank.
+
+pub mod config;
+pub mod names;
+pub mod report;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::collectives::Collectives;
+use crate::detect::sstd::{Sstd, SstdParams};
+use crate::detect::{Detector, Label};
+use crate::events::{EventIssues, EventOptions, Execution, IndexMap, StreamEvents};
+use crate::trace::adios::{Engine, ReadOptions};
+use crate::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader};
+use config::{FunctionRules, StreamSpec};
+use names::GlobalNames;
+use report::{FunctionTotals, LabelWriter, Phase, RunSummary, Timings, TruthSet};
+
+/// Detectors available to `--algorithm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Algorithm {
+    /// Mean ± σ·stddev of the runtime (Chimbuko's SSTD).
+    Sstd,
+}
+
+/// Command-line options of `run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Stream path pattern with `{rank}`, e.g. `dir/tau-metrics-app-{rank}.bp`.
+    /// Repeat for workflows with several programs (one per binary).
+    #[arg(long = "input", required = true)]
+    pub inputs: Vec<String>,
+    /// Number of application ranks (streams) per input; one value for all
+    /// inputs or one per input. Default for file engines: count the files.
+    #[arg(long = "app-ranks")]
+    pub app_ranks: Vec<u64>,
+    /// Program index of each input (default: 0, 1, ... in input order).
+    #[arg(long = "program-idx")]
+    pub program_idx: Vec<u32>,
+    /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
+    #[arg(long, default_value = "BPFile")]
+    pub engine: Engine,
+    /// Anomaly detector.
+    #[arg(long, value_enum, default_value = "sstd")]
+    pub algorithm: Algorithm,
+    /// SSTD: anomalies lie outside mean ± sigma·stddev.
+    #[arg(long, default_value_t = 6.0)]
+    pub sigma: f64,
+    /// A function is labelled only once the global model holds this many of its executions.
+    #[arg(long, default_value_t = 2)]
+    pub min_count: u64,
+    /// Judge inclusive instead of exclusive runtimes.
+    #[arg(long)]
+    pub use_inclusive: bool,
+    /// Functions whose name matches this regular expression are never flagged.
+    #[arg(long)]
+    pub ignore_regex: Option<String>,
+    /// File with function names (one per line, `#` comments) never flagged.
+    #[arg(long)]
+    pub ignore_file: Option<PathBuf>,
+    /// File of per-function thresholds: lines `<value> <function name>`
+    /// (SSTD: sigma).
+    #[arg(long)]
+    pub threshold_file: Option<PathBuf>,
+    /// Write every execution's label to `<dir>/labels-<ad rank>.csv` (large).
+    #[arg(long)]
+    pub labels_out: Option<PathBuf>,
+    /// Write the final global model (JSON) here (rank 0).
+    #[arg(long)]
+    pub model_out: Option<PathBuf>,
+    /// Write the run summary (JSON) here (rank 0).
+    #[arg(long)]
+    pub summary_out: Option<PathBuf>,
+    /// Ground-truth CSV(s) from `synth`, one per input: report precision/recall.
+    #[arg(long = "truth")]
+    pub truth: Vec<PathBuf>,
+    /// Seconds to wait for each stream to appear.
+    #[arg(long, default_value_t = 60.0)]
+    pub open_timeout: f64,
+    /// Seconds without a new step before a stream is declared stalled (ended).
+    #[arg(long, default_value_t = 300.0)]
+    pub step_timeout: f64,
+    /// Stop after this many steps.
+    #[arg(long)]
+    pub max_steps: Option<u64>,
+    /// Executions held back for lack of data, per rank, before they are
+    /// emitted as unlabeled.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_pending: usize,
+    /// Rank 0 prints progress every this many steps (0: never).
+    #[arg(long, default_value_t = 1)]
+    pub progress_every: u64,
+    /// Rows of the summary's top-functions table.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Less output (no per-step progress, no reader warnings).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// One stream owned by this rank.
+struct OwnedStream {
+    spec: StreamSpec,
+    reader: Option<TauStreamReader>,
+    events: StreamEvents,
+    map: IndexMap,
+    done: bool,
+    idle: Duration,
+}
+
+/// Index of the status vector shared every step.
+mod status {
+    pub const EXECUTIONS: usize = 0;
+    pub const ANOMALIES: usize = 1;
+    pub const ACTIVE_STREAMS: usize = 2;
+    pub const FAILED: usize = 3;
+    pub const ROWS: usize = 4;
+    pub const LEN: usize = 5;
+}
+
+/// Entry point of `chimbuko-mpi run`.
+pub fn run_cli(args: RunArgs) -> anyhow::Result<()> {
+    let coll = Collectives::init()?;
+    let result = run(&coll, &args);
+    if let Err(e) = &result {
+        eprintln!("chimbuko-mpi: AD rank {}: error: {e:#}", coll.rank());
+    }
+    result
+}
+
+/// The analysis, on an initialized communicator.
+pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
+    let (rank, size) = (coll.rank(), coll.size());
+    let start = Instant::now();
+    // Configuration errors are the same on every rank: fail before any step.
+    let all_specs = config::expand_inputs(args)?;
+    let rules = FunctionRules::load(args)?;
+    let mut truth = TruthSet::load(&args.truth, &all_specs)?;
+    let mine = config::block_of(&all_specs, rank, size);
+    if rank == 0 && !args.quiet {
+        eprintln!(
+            "run: {} stream(s) on {size} AD rank(s), engine {}, algorithm {:?}",
+            all_specs.len(),
+            args.engine,
+            args.algorithm
+        );
+        if all_specs.len() < size {
+            eprintln!(
+                "run: warning: more AD ranks than streams; {} rank(s) idle",
+                size - all_specs.len()
+            );
+        }
+    }
+    let mut streams: Vec<OwnedStream> = mine
+        .into_iter()
+        .map(|spec| OwnedStream {
+            events: StreamEvents::new(
+                spec.program,
+                spec.app_rank,
+                spec.path.display().to_string(),
+                EventOptions::default(),
+            ),
+            spec,
+            reader: None,
+            map: IndexMap::default(),
+            done: false,
+            idle: Duration::ZERO,
+        })
+        .collect();
+
+    let mut names = GlobalNames::default();
+    let mut detector: Box<dyn Detector> = match args.algorithm {
+        Algorithm::Sstd => Box::new(Sstd::new(SstdParams {
+            sigma: args.sigma,
+            min_count: args.min_count,
+        })),
+    };
+    let mut ignored: Vec<bool> = Vec::new();
+    let mut totals = FunctionTotals::default();
+    let mut labels = match &args.labels_out {
+        Some(dir) => Some(LabelWriter::create(dir, rank)?),
+        None => None,
+    };
+    let mut timings = Timings::default();
+    let mut pending: Vec<(u64, Execution)> = Vec::new();
+    let mut failure: Option<String> = None;
+    let mut issues_total = EventIssues::default();
+    let mut global_rows = 0u64;
+    let mut global_executions = 0u64;
+    let mut global_anomalies = 0u64;
+    let mut steps_done = 0u64;
+
+    // Open streams (errors are reported through the first status exchange).
+    for s in &mut streams {
+        match open_stream(s, args) {
+            Ok(r) => s.reader = Some(r),
+            Err(e) => {
+                failure.get_or_insert(format!("{e:#}"));
+                s.done = true;
+            }
+        }
+    }
+
+    let mut step = 0u64;
+    loop {
+        if args.max_steps.is_some_and(|m| step >= m) {
+            break;
+        }
+        // 1 read
+        let t = Instant::now();
+        let mut tau_steps: Vec<(usize, TauStep)> = Vec::new();
+        let mut rows = 0u64;
+        for (i, s) in streams.iter_mut().enumerate() {
+            if s.done || failure.is_some() {
+                continue;
+            }
+            match read_step(s, args) {
+                Ok(Some(st)) => {
+                    rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
+                    tau_steps.push((i, st));
+                }
+                Ok(None) => s.done = true,
+                Err(e) => {
+                    failure.get_or_insert(format!("{e:#}"));
+                    s.done = true;
+                }
+            }
+        }
+        timings.add(Phase::Read, t.elapsed());
+
+        // 2 agree on names first seen this step
+        let t = Instant::now();
+        let mut unknown = Vec::new();
+        for (i, st) in &tau_steps {
+            names.unknown_names(streams[*i].spec.program, &st.new_attributes, &mut unknown);
+        }
+        unknown.sort();
+        unknown.dedup();
+        let agreed = coll.agree_names(&unknown);
+        let new_functions = names.extend(agreed);
+        for f in new_functions {
+            let (program, name) = &names.functions.keys[f as usize];
+            if ignored.len() <= f as usize {
+                ignored.resize(f as usize + 1, false);
+            }
+            ignored[f as usize] = rules.is_ignored(name);
+            if let Some(th) = rules.threshold(name) {
+                detector.set_function_threshold(f, th);
+            }
+            let _ = program;
+        }
+        detector.ensure_functions(names.functions.len());
+        totals.ensure(names.functions.len());
+        for (i, st) in &tau_steps {
+            let s = &mut streams[*i];
+            names.update_map(s.spec.program, &st.new_attributes, &mut s.map);
+        }
+        timings.add(Phase::Agree, t.elapsed());
+
+        // 3 build executions
+        let t = Instant::now();
+        let mut executions: Vec<Execution> = Vec::new();
+        for (i, st) in &tau_steps {
+            let s = &mut streams[*i];
+            let mut ev = s.events.process_step(step, st, &s.map);
+            if ev.issues.has_problems() && !args.quiet {
+                eprintln!("warning: {}", ev.issues.summary(&s.events_name(), step));
+            }
+            issues_total.merge(&ev.issues);
+            executions.append(&mut ev.executions);
+        }
+        drop(tau_steps);
+        timings.add(Phase::Build, t.elapsed());
+
+        // 4 summarize: this step's partial model
+        let t = Instant::now();
+        let use_inclusive = args.use_inclusive;
+        let value = |e: &Execution| {
+            if use_inclusive {
+                e.inclusive
+            } else {
+                e.exclusive
+            }
+        };
+        for e in &executions {
+            if !is_ignored(&ignored, e.function) {
+                detector.observe(e.function, value(e));
+            }
+        }
+        let partial = detector.take_partial();
+        timings.add(Phase::Summarize, t.elapsed());
+
+        // 5 reduce: global model = previous + all ranks' partials
+        let t = Instant::now();
+        let reduced = coll.reduce_wire(&partial);
+        detector.merge_reduced(&reduced);
+        timings.add(Phase::Reduce, t.elapsed());
+
+        // 6 label (held executions first, in their original order)
+        let t = Instant::now();
+        let mut step_anomalies = 0u64;
+        let mut step_labelled = 0u64;
+        let held = std::mem::take(&mut pending);
+        let todo = held
+            .into_iter()
+            .chain(executions.into_iter().map(|e| (step, e)));
+        for (done_step, e) in todo {
+            let verdict = if is_ignored(&ignored, e.function) {
+                crate::detect::Verdict {
+                    label: Label::Normal,
+                    score: 0.0,
+                }
+            } else {
+                detector.label(e.function, value(&e))
+            };
+            if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
+                pending.push((done_step, e));
+                continue;
+            }
+            step_labelled += 1;
+            if verdict.label == Label::Anomaly {
+                step_anomalies += 1;
+            }
+            totals.record(&e, verdict.label);
+            if let Some(t) = &mut truth {
+                t.observe(&e, verdict.label, &names);
+            }
+            if let Some(w) = &mut labels {
+                w.write(&e, done_step, step, verdict, &names)?;
+            }
+        }
+        timings.add(Phase::Label, t.elapsed());
+
+        // 10 status: who still has data, who failed, progress numbers
+        let t = Instant::now();
+        let mut st = [0u64; status::LEN];
+        st[status::EXECUTIONS] = step_labelled;
+        st[status::ANOMALIES] = step_anomalies;
+        st[status::ACTIVE_STREAMS] = streams.iter().filter(|s| !s.done).count() as u64;
+        st[status::FAILED] = failure.is_some() as u64;
+        st[status::ROWS] = rows;
+        let g = coll.allreduce_sum(&st);
+        timings.add(Phase::Status, t.elapsed());
+        if g[status::FAILED] > 0 {
+            return Err(collective_failure(coll, failure.as_deref()));
+        }
+        global_rows += g[status::ROWS];
+        global_executions += g[status::EXECUTIONS];
+        global_anomalies += g[status::ANOMALIES];
+        if g[status::ROWS] > 0 {
+            steps_done = step + 1;
+        }
+        if rank == 0
+            && !args.quiet
+            && args.progress_every > 0
+            && step % args.progress_every == 0
+            && g[status::ROWS] > 0
+        {
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "step {step}: {} rows, {} executions, {} anomalies (total {global_anomalies}); {:.2} M rows/s overall",
+                g[status::ROWS],
+                g[status::EXECUTIONS],
+                g[status::ANOMALIES],
+                global_rows as f64 / secs / 1e6
+            );
+        }
+        if g[status::ACTIVE_STREAMS] == 0 {
+            break;
+        }
+        step += 1;
+    }
+
+    // End of run: what is still held is labelled against the final model.
+    for (done_step, e) in std::mem::take(&mut pending) {
+        let verdict = detector.label(
+            e.function,
+            if args.use_inclusive {
+                e.inclusive
+            } else {
+                e.exclusive
+            },
+        );
+        totals.record(&e, verdict.label);
+        if let Some(t) = &mut truth {
+            t.observe(&e, verdict.label, &names);
+        }
+        if let Some(w) = &mut labels {
+            w.write(&e, done_step, steps_done, verdict, &names)?;
+        }
+    }
+    let mut open_calls = 0u64;
+    for s in &mut streams {
+        open_calls += s.events.open_calls() as u64;
+        let fin = s.events.finish();
+        issues_total.merge(&fin);
+    }
+    if let Some(w) = labels.take() {
+        w.finish()?;
+    }
+
+    // Final reductions: per-function totals, truth, timings, model identity.
+    let global_totals = totals.reduce(coll);
+    let truth_counts = truth.as_ref().map(|t| t.reduce(coll));
+    let digest = detector.digest();
+    let dmin = coll.allreduce_min(&[digest])[0];
+    let dmax = coll.allreduce_max(&[digest])[0];
+    if dmin != dmax {
+        bail!(
+            "internal error: global models differ across AD ranks (digests {dmin:x} vs {dmax:x})"
+        );
+    }
+    let open_total = coll.allreduce_sum(&[open_calls, issues_total.total()]);
+    let phase_max = timings.reduce_max(coll);
+    if rank == 0 {
+        let summary = RunSummary {
+            ad_ranks: size,
+            streams: all_specs.len(),
+            steps: steps_done,
+            rows: global_rows,
+            executions: global_executions,
+            anomalies: global_anomalies,
+            open_calls_at_end: open_total[0],
+            event_issues: open_total[1],
+            seconds: start.elapsed().as_secs_f64(),
+            model_digest: format!("{digest:016x}"),
+            timings: phase_max,
+            truth: truth_counts,
+        };
+        report::print_summary(
+            &summary,
+            &global_totals,
+            &names,
+            detector.as_ref(),
+            args.top,
+        );
+        if let Some(p) = &args.model_out {
+            report::write_model(p, &names, detector.as_ref(), &global_totals)?;
+        }
+        if let Some(p) = &args.summary_out {
+            report::write_summary(p, &summary, &global_totals, &names, detector.as_ref())?;
+        }
+    }
+    Ok(())
+}
+
+fn is_ignored(ignored: &[bool], f: u32) -> bool {
+    ignored.get(f as usize).copied().unwrap_or(false)
+}
+
+impl OwnedStream {
+    fn events_name(&self) -> String {
+        self.spec.path.display().to_string()
+    }
+}
+
+fn open_stream(s: &OwnedStream, args: &RunArgs) -> anyhow::Result<TauStreamReader> {
+    let opts = TauReaderOptions {
+        engine: args.engine,
+        program_idx: s.spec.program as u64,
+        expected_rank: Some(s.spec.app_rank),
+        adios: ReadOptions {
+            open_timeout: Duration::from_secs_f64(args.open_timeout.max(0.0)),
+            ..Default::default()
+        },
+        report_issues: !args.quiet,
+    };
+    TauStreamReader::open(&s.spec.path, opts)
+        .with_context(|| format!("opening stream of app rank {}", s.spec.app_rank))
+}
+
+/// The next step of a stream; `None` at its end (or when it stalls).
+fn read_step(s: &mut OwnedStream, args: &RunArgs) -> anyhow::Result<Option<TauStep>> {
+    let Some(reader) = s.reader.as_mut() else {
+        return Ok(None);
+    };
+    let poll = Duration::from_millis(100);
+    let limit = Duration::from_secs_f64(args.step_timeout.max(0.1));
+    loop {
+        match reader.next_step(poll)? {
+            NextStep::Step(st) => {
+                s.idle = Duration::ZERO;
+                return Ok(Some(*st));
+            }
+            NextStep::EndOfStream => return Ok(None),
+            NextStep::NotReady => {
+                s.idle += poll;
+                if s.idle >= limit {
+                    eprintln!(
+                        "warning: {}: no new step for {:.0} s; treating the stream as ended",
+                        reader.stream(),
+                        s.idle.as_secs_f64()
+                    );
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// Every rank learns every failing rank's message, then all return an error.
+fn collective_failure(coll: &Collectives, mine: Option<&str>) -> anyhow::Error {
+    let msgs = coll.allgather_bytes(mine.unwrap_or("").as_bytes());
+    let text: Vec<String> = msgs
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(r, m)| format!("AD rank {r}: {}", String::from_utf8_lossy(m)))
+        .collect();
+    anyhow::anyhow!(
+        "analysis stopped because AD rank(s) failed:\n  {}",
+        text.join("\n  ")
+    )
+}
