@@ -103,6 +103,14 @@ pub struct RunArgs {
     /// Rows of the summary's top-functions table.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Keep in-situ labels as final: do not re-judge anomalies against the
+    /// final model at the end of the run.
+    #[arg(long = "no-final-relabel", action = clap::ArgAction::SetFalse)]
+    pub final_relabel: bool,
+    /// Anomalies kept per rank for the end-of-run re-judgement; beyond this
+    /// they are final as labelled in situ.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_stored_anomalies: usize,
     /// Less output (no per-step progress, no reader warnings).
     #[arg(long)]
     pub quiet: bool,
@@ -145,7 +153,6 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // Configuration errors are the same on every rank: fail before any step.
     let all_specs = config::expand_inputs(args)?;
     let rules = FunctionRules::load(args)?;
-    let mut truth = TruthSet::load(&args.truth, &all_specs)?;
     let mine = config::block_of(&all_specs, rank, size);
     if rank == 0 && !args.quiet {
         eprintln!(
@@ -186,11 +193,15 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         })),
     };
     let mut ignored: Vec<bool> = Vec::new();
-    let mut totals = FunctionTotals::default();
-    let mut labels = match &args.labels_out {
-        Some(dir) => Some(LabelWriter::create(dir, rank)?),
-        None => None,
+    let mut sink = report::Sink {
+        totals: FunctionTotals::default(),
+        truth: TruthSet::load(&args.truth, &all_specs)?,
+        labels: match &args.labels_out {
+            Some(dir) => Some(LabelWriter::create(dir, rank)?),
+            None => None,
+        },
     };
+    let mut stored: Vec<(u64, u64, crate::detect::Verdict, Execution)> = Vec::new();
     let mut timings = Timings::default();
     let mut pending: Vec<(u64, Execution)> = Vec::new();
     let mut failure: Option<String> = None;
@@ -260,7 +271,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             let _ = program;
         }
         detector.ensure_functions(names.functions.len());
-        totals.ensure(names.functions.len());
+        sink.totals.ensure(names.functions.len());
         for (i, st) in &tau_steps {
             let s = &mut streams[*i];
             names.update_map(s.spec.program, &st.new_attributes, &mut s.map);
@@ -330,14 +341,13 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             step_labelled += 1;
             if verdict.label == Label::Anomaly {
                 step_anomalies += 1;
+                // Kept until the end, to be re-judged against the final model.
+                if args.final_relabel && stored.len() < args.max_stored_anomalies {
+                    stored.push((done_step, step, verdict, e));
+                    continue;
+                }
             }
-            totals.record(&e, verdict.label);
-            if let Some(t) = &mut truth {
-                t.observe(&e, verdict.label, &names);
-            }
-            if let Some(w) = &mut labels {
-                w.write(&e, done_step, step, verdict, &names)?;
-            }
+            sink.emit(&e, done_step, step, verdict.label, verdict, &names)?;
         }
         timings.add(Phase::Label, t.elapsed());
 
@@ -381,23 +391,22 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         step += 1;
     }
 
-    // End of run: what is still held is labelled against the final model.
+    // End of run: what is still held is labelled against the final model,
+    // and in-situ anomalies are re-judged against it (as the reference does
+    // before its final write): early steps have thin models, so some calls
+    // flagged then are ordinary once the whole run is known.
+    let value = |e: &Execution| if args.use_inclusive { e.inclusive } else { e.exclusive };
     for (done_step, e) in std::mem::take(&mut pending) {
-        let verdict = detector.label(
-            e.function,
-            if args.use_inclusive {
-                e.inclusive
-            } else {
-                e.exclusive
-            },
-        );
-        totals.record(&e, verdict.label);
-        if let Some(t) = &mut truth {
-            t.observe(&e, verdict.label, &names);
+        let verdict = detector.label(e.function, value(&e));
+        sink.emit(&e, done_step, steps_done, verdict.label, verdict, &names)?;
+    }
+    let mut pruned = 0u64;
+    for (done_step, labelled_step, in_situ, e) in std::mem::take(&mut stored) {
+        let fin = detector.label(e.function, value(&e));
+        if fin.label != Label::Anomaly {
+            pruned += 1;
         }
-        if let Some(w) = &mut labels {
-            w.write(&e, done_step, steps_done, verdict, &names)?;
-        }
+        sink.emit(&e, done_step, labelled_step, in_situ.label, fin, &names)?;
     }
     let mut open_calls = 0u64;
     for s in &mut streams {
@@ -405,13 +414,14 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let fin = s.events.finish();
         issues_total.merge(&fin);
     }
-    if let Some(w) = labels.take() {
+    if let Some(w) = sink.labels.take() {
         w.finish()?;
     }
 
     // Final reductions: per-function totals, truth, timings, model identity.
-    let global_totals = totals.reduce(coll);
-    let truth_counts = truth.as_ref().map(|t| t.reduce(coll));
+    let global_totals = sink.totals.reduce(coll);
+    let truth_counts = sink.truth.as_ref().map(|t| t.reduce(coll));
+    let pruned = coll.allreduce_sum(&[pruned])[0];
     let digest = detector.digest();
     let dmin = coll.allreduce_min(&[digest])[0];
     let dmax = coll.allreduce_max(&[digest])[0];
@@ -429,7 +439,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             steps: steps_done,
             rows: global_rows,
             executions: global_executions,
-            anomalies: global_anomalies,
+            anomalies_in_situ: global_anomalies,
+            anomalies: global_totals.anomalies.iter().sum(),
+            anomalies_pruned_at_end: pruned,
             open_calls_at_end: open_total[0],
             event_issues: open_total[1],
             seconds: start.elapsed().as_secs_f64(),

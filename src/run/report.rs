@@ -109,8 +109,7 @@ pub struct LabelWriter {
     path: PathBuf,
 }
 
-pub const LABEL_HEADER: &str =
-    "program,rank,thread,event_id,function,entry,exit,inclusive,exclusive,exit_step,labelled_step,label,score,severity";
+pub const LABEL_HEADER: &str = "program,rank,thread,event_id,function,entry,exit,inclusive,exclusive,exit_step,labelled_step,label,score,severity,in_situ_label";
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -136,12 +135,13 @@ impl LabelWriter {
         e: &Execution,
         exit_step: u64,
         labelled_step: u64,
+        in_situ: Label,
         v: Verdict,
         names: &GlobalNames,
     ) -> anyhow::Result<()> {
         writeln!(
             self.out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:?},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:?},{},{}",
             e.program,
             e.rank,
             e.thread,
@@ -155,7 +155,8 @@ impl LabelWriter {
             labelled_step,
             v.label.name(),
             v.score,
-            e.exclusive
+            e.exclusive,
+            in_situ.name()
         )
         .with_context(|| format!("writing {}", self.path.display()))
     }
@@ -164,6 +165,35 @@ impl LabelWriter {
         self.out
             .flush()
             .with_context(|| format!("writing {}", self.path.display()))
+    }
+}
+
+/// Where final labels go: per-function totals, truth counts, label file.
+pub struct Sink {
+    pub totals: FunctionTotals,
+    pub truth: Option<TruthSet>,
+    pub labels: Option<LabelWriter>,
+}
+
+impl Sink {
+    /// Records one execution's final label (`in_situ`: the label it got in its step).
+    pub fn emit(
+        &mut self,
+        e: &Execution,
+        exit_step: u64,
+        labelled_step: u64,
+        in_situ: Label,
+        v: Verdict,
+        names: &GlobalNames,
+    ) -> anyhow::Result<()> {
+        self.totals.record(e, v.label);
+        if let Some(t) = &mut self.truth {
+            t.observe(e, v.label, names);
+        }
+        if let Some(w) = &mut self.labels {
+            w.write(e, exit_step, labelled_step, in_situ, v, names)?;
+        }
+        Ok(())
     }
 }
 
@@ -319,7 +349,12 @@ pub struct RunSummary {
     pub steps: u64,
     pub rows: u64,
     pub executions: u64,
+    /// Anomalies as labelled during the run, step by step.
+    pub anomalies_in_situ: u64,
+    /// Final anomalies (after the end-of-run re-judgement).
     pub anomalies: u64,
+    /// In-situ anomalies that the final model judges normal.
+    pub anomalies_pruned_at_end: u64,
     pub open_calls_at_end: u64,
     pub event_issues: u64,
     pub seconds: f64,
@@ -351,13 +386,15 @@ pub fn print_summary(
     top: usize,
 ) {
     println!(
-        "chimbuko-mpi run: {} AD rank(s), {} stream(s), {} step(s), {} rows, {} executions, {} anomalies in {:.2} s ({:.2} M rows/s)",
+        "chimbuko-mpi run: {} AD rank(s), {} stream(s), {} step(s), {} rows, {} executions, {} anomalies ({} in situ, {} pruned at end) in {:.2} s ({:.2} M rows/s)",
         s.ad_ranks,
         s.streams,
         s.steps,
         s.rows,
         s.executions,
         s.anomalies,
+        s.anomalies_in_situ,
+        s.anomalies_pruned_at_end,
         s.seconds,
         s.rows as f64 / s.seconds.max(1e-9) / 1e6
     );

@@ -50,3 +50,46 @@ pub fn read_all(path: &Path, opts: TauReaderOptions) -> (Vec<TauStep>, TauStream
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_chimbuko-mpi")
 }
+
+/// `mpirun -np <n>` with the flags this machine needs (`--oversubscribe`
+/// always, `--allow-run-as-root` only when running as root).
+pub fn mpirun(n: usize) -> std::process::Command {
+    let mut c = std::process::Command::new("mpirun");
+    c.arg("--oversubscribe");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        c.arg("--allow-run-as-root");
+    }
+    c.args(["-np", &n.to_string()]);
+    c
+}
+
+/// Runs a command, panicking with its output if it fails; returns stdout.
+pub fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().expect("start command");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "command failed: {cmd:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
+
+/// All lines of `labels-*.csv` in `dir` (headers removed), sorted.
+pub fn sorted_labels(dir: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("labels dir") {
+        let p = entry.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("labels-")
+        {
+            let text = std::fs::read_to_string(&p).unwrap();
+            lines.extend(text.lines().skip(1).map(str::to_owned));
+        }
+    }
+    lines.sort();
+    lines
+}
