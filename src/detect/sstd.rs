@@ -34,6 +34,18 @@ pub struct Sstd {
     sigma_of: Vec<Option<f64>>,
     global: Vec<ExactMoments>,
     partial: Vec<ExactMoments>,
+    /// Mean, stddev and thresholds derived from `global`, refreshed after
+    /// each merge so that labelling is a couple of compares per execution.
+    derived: Vec<Derived>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Derived {
+    count: u64,
+    mean: f64,
+    stddev: f64,
+    low: f64,
+    high: f64,
 }
 
 impl Sstd {
@@ -43,7 +55,23 @@ impl Sstd {
             sigma_of: Vec::new(),
             global: Vec::new(),
             partial: Vec::new(),
+            derived: Vec::new(),
         }
+    }
+
+    fn refresh(&mut self, function: usize) {
+        let Some(m) = self.global.get(function) else {
+            return;
+        };
+        let (mean, stddev) = (m.mean(), m.stddev(1));
+        let s = self.sigma(function as u32);
+        self.derived[function] = Derived {
+            count: m.n,
+            mean,
+            stddev,
+            low: mean - s * stddev,
+            high: mean + s * stddev,
+        };
     }
 
     /// Sets σ for one function (from a per-function threshold file).
@@ -53,6 +81,7 @@ impl Sstd {
             self.sigma_of.resize(i + 1, None);
         }
         self.sigma_of[i] = Some(sigma);
+        self.refresh(i);
     }
 
     pub fn sigma(&self, function: u32) -> f64 {
@@ -89,6 +118,7 @@ impl Detector for Sstd {
         if self.global.len() < n {
             self.global.resize(n, ExactMoments::default());
             self.partial.resize(n, ExactMoments::default());
+            self.derived.resize(n, Derived::default());
         }
     }
 
@@ -121,7 +151,10 @@ impl Detector for Sstd {
         for f in 0..n {
             let words = &reduced.sum[f * MOMENT_SUM_WORDS..(f + 1) * MOMENT_SUM_WORDS];
             let step = ExactMoments::from_words(words, reduced.min[f], reduced.max[f]);
-            self.global[f].merge(&step);
+            if step.n > 0 {
+                self.global[f].merge(&step);
+                self.refresh(f);
+            }
         }
     }
 
@@ -129,24 +162,22 @@ impl Detector for Sstd {
         self.set_sigma(function, value);
     }
 
+    #[inline]
     fn label(&self, function: u32, value: u64) -> Verdict {
-        let m = self.moments(function);
-        if m.n < self.params.min_count.max(2) {
+        let d = self.derived.get(function as usize).copied().unwrap_or_default();
+        if d.count < self.params.min_count.max(2) {
             return Verdict {
                 label: Label::Unlabeled,
                 score: 0.0,
             };
         }
-        let (mean, sd) = (m.mean(), m.stddev(1));
         let x = value as f64;
-        let s = self.sigma(function);
-        let (lo, hi) = (mean - s * sd, mean + s * sd);
-        let label = if x < lo || x > hi {
+        let label = if x < d.low || x > d.high {
             Label::Anomaly
         } else {
             Label::Normal
         };
-        let score = (x - mean).abs() / if sd == 0.0 { 1e-10 } else { sd };
+        let score = (x - d.mean).abs() / if d.stddev == 0.0 { 1e-10 } else { d.stddev };
         Verdict { label, score }
     }
 
