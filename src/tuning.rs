@@ -25,3 +25,16 @@ pub fn tune_allocator() {
         }
     }
 }
+
+/// Peak resident set size of this process in KiB (0 if unknown).
+pub fn peak_rss_kb() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut u) == 0 {
+            u.ru_maxrss.max(0) as u64
+        } else {
+            0
+        }
+    }
+}

@@ -377,7 +377,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             && g[status::ROWS] > 0
         {
             let secs = start.elapsed().as_secs_f64().max(1e-9);
-            eprintln!(
+            println!(
                 "step {step}: {} rows, {} executions, {} anomalies (total {global_anomalies}); {:.2} M rows/s overall",
                 g[status::ROWS],
                 g[status::EXECUTIONS],
@@ -395,7 +395,13 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // and in-situ anomalies are re-judged against it (as the reference does
     // before its final write): early steps have thin models, so some calls
     // flagged then are ordinary once the whole run is known.
-    let value = |e: &Execution| if args.use_inclusive { e.inclusive } else { e.exclusive };
+    let value = |e: &Execution| {
+        if args.use_inclusive {
+            e.inclusive
+        } else {
+            e.exclusive
+        }
+    };
     for (done_step, e) in std::mem::take(&mut pending) {
         let verdict = detector.label(e.function, value(&e));
         sink.emit(&e, done_step, steps_done, verdict.label, verdict, &names)?;
@@ -432,6 +438,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     }
     let open_total = coll.allreduce_sum(&[open_calls, issues_total.total()]);
     let phase_max = timings.reduce_max(coll);
+    let peak_rss_kb = coll.allreduce_max(&[crate::tuning::peak_rss_kb()])[0];
     if rank == 0 {
         let summary = RunSummary {
             ad_ranks: size,
@@ -446,6 +453,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             event_issues: open_total[1],
             seconds: start.elapsed().as_secs_f64(),
             model_digest: format!("{digest:016x}"),
+            peak_rss_mb: peak_rss_kb as f64 / 1024.0,
             timings: phase_max,
             truth: truth_counts,
         };

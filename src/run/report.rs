@@ -359,6 +359,8 @@ pub struct RunSummary {
     pub event_issues: u64,
     pub seconds: f64,
     pub model_digest: String,
+    /// Largest peak resident set size of any AD rank.
+    pub peak_rss_mb: f64,
     /// Slowest rank's seconds per phase.
     pub timings: Vec<(String, f64)>,
     pub truth: Option<TruthCounts>,
@@ -431,7 +433,11 @@ pub fn print_summary(
         .iter()
         .map(|(n, secs)| format!("{n} {:.3}", secs * 1e3 / steps))
         .collect();
-    println!("ms per step (slowest rank): {}", parts.join(", "));
+    println!(
+        "ms per step (slowest rank): {}; peak RSS {:.0} MB (largest rank)",
+        parts.join(", "),
+        s.peak_rss_mb
+    );
     if s.open_calls_at_end > 0 || s.event_issues > 0 {
         println!(
             "calls still open at end of stream: {}; event issues: {}",
