@@ -12,7 +12,11 @@ fn synth(dir: &Path, scenario: Option<&str>, extra: &[&str]) {
     let mut c = Command::new(exe());
     c.arg("synth");
     if let Some(s) = scenario {
-        c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(s));
+        c.arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("scenarios")
+                .join(s),
+        );
     }
     c.arg("--out").arg(dir).args(extra);
     run_ok(&mut c);
@@ -65,13 +69,22 @@ fn real_tau_workflow_flags_exactly_the_200ms_calls() {
         }
         component_calls += 1;
         let inclusive: u64 = f[7].parse().unwrap();
-        let expected = if inclusive > 150_000 { "anomaly" } else { "normal" };
+        let expected = if inclusive > 150_000 {
+            "anomaly"
+        } else {
+            "normal"
+        };
         assert_eq!(f[11], expected, "{line}");
     }
     assert_eq!(component_calls, 4000);
     // Separate functions per program; the monitoring thread's never-exiting
     // calls are reported as open at the end, not as errors.
-    let names: Vec<String> = s["functions"].as_array().unwrap().iter().map(|f| format!("{}:{}", f["program"], f["name"].as_str().unwrap_or(""))).collect();
+    let names: Vec<String> = s["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| format!("{}:{}", f["program"], f["name"].as_str().unwrap_or("")))
+        .collect();
     assert!(names.iter().any(|n| n.starts_with("0:component1_function")));
     assert!(names.iter().any(|n| n.starts_with("1:component2_function")));
     assert!(s["open_calls_at_end"].as_u64().unwrap() >= 8);
@@ -81,7 +94,11 @@ fn real_tau_workflow_flags_exactly_the_200ms_calls() {
 fn results_do_not_depend_on_the_number_of_ad_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    synth(&data, None, &["--ranks", "4", "--steps", "6", "--events-per-step", "3000"]);
+    synth(
+        &data,
+        None,
+        &["--ranks", "4", "--steps", "6", "--events-per-step", "3000"],
+    );
     let mut outputs = Vec::new();
     for np in [1usize, 2, 4] {
         let labels = dir.path().join(format!("labels-{np}"));
@@ -127,7 +144,10 @@ fn sstd_quality_on_unimodal_scenario() {
             .arg(&sum),
     );
     let t = &summary(&sum)["truth"];
-    let (p, r) = (t["precision"].as_f64().unwrap(), t["recall"].as_f64().unwrap());
+    let (p, r) = (
+        t["precision"].as_f64().unwrap(),
+        t["recall"].as_f64().unwrap(),
+    );
     eprintln!("unimodal SSTD: precision {p:.4} recall {r:.4} ({t})");
     assert!(p >= 0.95 && r >= 0.95, "precision {p} recall {r}");
 }
@@ -158,8 +178,16 @@ fn sstd_quality_on_multimodal_scenario_is_reported() {
 fn streams_of_different_lengths_end_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    synth(&a, None, &["--ranks", "2", "--steps", "2", "--binary", "short"]);
-    synth(&b, None, &["--ranks", "1", "--steps", "7", "--binary", "long"]);
+    synth(
+        &a,
+        None,
+        &["--ranks", "2", "--steps", "2", "--binary", "short"],
+    );
+    synth(
+        &b,
+        None,
+        &["--ranks", "1", "--steps", "7", "--binary", "long"],
+    );
     let sum = dir.path().join("summary.json");
     run_ok(
         run_cmd(3)
@@ -192,6 +220,9 @@ fn a_failing_rank_stops_every_rank_with_its_message() {
     assert!(err.contains("tau-metrics-demo-2.bp"), "{err}");
     // Every rank reports why it stopped.
     for r in 0..3 {
-        assert!(err.contains(&format!("AD rank {r}: error")), "rank {r} silent:\n{err}");
+        assert!(
+            err.contains(&format!("AD rank {r}: error")),
+            "rank {r} silent:\n{err}"
+        );
     }
 }
