@@ -164,7 +164,11 @@ impl Detector for Sstd {
 
     #[inline]
     fn label(&self, function: u32, value: u64) -> Verdict {
-        let d = self.derived.get(function as usize).copied().unwrap_or_default();
+        let d = self
+            .derived
+            .get(function as usize)
+            .copied()
+            .unwrap_or_default();
         if d.count < self.params.min_count.max(2) {
             return Verdict {
                 label: Label::Unlabeled,
@@ -265,7 +269,7 @@ mod tests {
         let data: Vec<(u32, u64)> = (0..997u64)
             .map(|i| ((i % 2) as u32, 50 + (i * 7919) % 101))
             .collect();
-        let one = run_steps(&[data.clone()]);
+        let one = run_steps(std::slice::from_ref(&data));
         let split: Vec<Vec<(u32, u64)>> = data.chunks(100).map(|c| c.to_vec()).collect();
         let many = run_steps(&split);
         assert_eq!(one.digest(), many.digest());

@@ -1,0 +1,868 @@
+//! Per-thread call-stack replay: the heart of [`StreamEvents`].
+//!
+//! # How a step is processed
+//!
+//! 1. New metadata attributes mark GPU virtual threads.
+//! 2. Comm and counter rows are sorted out per thread (as row indices into
+//!    the step's arrays, in their array order, which is time order per
+//!    thread). Monitoring counters go straight to the step's node state.
+//! 3. Function rows are replayed in array order. Before a function row at
+//!    time `t` is applied, the thread's pending comm/counter rows with
+//!    `ts < t` are attached to the current innermost call, and for an EXIT
+//!    also those with `ts == t`. That realises the tie rule "ENTRY, then
+//!    comm/counter, then EXIT" without ever reordering function rows among
+//!    themselves (which would break the stack).
+//! 4. Comm/counter rows left over (later than the thread's last function
+//!    row, or on threads without function rows) go to whatever is open.
+//!
+//! Function rows come grouped by thread, so the thread's state is looked up
+//! once per run of same-thread rows, not per row. Rows of a thread split over
+//! several runs are still handled correctly, because each thread keeps its
+//! own cursor into its comm/counter rows.
+//!
+//! # Ids
+//!
+//! An ENTRY's id is its ordinal among the step's ENTRY rows in array order,
+//! whatever thread they belong to. Since rows are replayed in array order the
+//! running count is that ordinal; it never depends on comm/counter rows,
+//! on the [`IndexMap`] or on broken rows elsewhere.
+
+use std::collections::HashMap;
+
+use crate::trace::format::*;
+use crate::trace::tau::TauStep;
+
+use super::gpu::{self, CorrelationMatcher};
+use super::{
+    CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues, EventOptions,
+    ExecId, Execution, GpuLocation, IndexMap, StepEvents, MAX_PLAUSIBLE_BYTES,
+};
+
+/// Threads below this id are found through a plain vector; others through a
+/// hash map (TAU numbers threads densely, so that is the rare case).
+const DENSE_THREADS: u64 = 4096;
+
+/// Event-type codes of the per-step lookup table.
+const ET_UNKNOWN: u8 = 0;
+const ET_ENTRY: u8 = 1;
+const ET_EXIT: u8 = 2;
+const ET_SEND: u8 = 3;
+const ET_RECV: u8 = 4;
+
+/// A call that has been entered and not yet exited.
+///
+/// Attachment vectors start empty and so cost no allocation for the common
+/// call without messages or counters; on completion they move into the
+/// [`Execution`] without copying.
+#[derive(Debug)]
+struct Frame {
+    id: ExecId,
+    function: u32,
+    entry: u64,
+    /// Sum of the inclusive times of completed direct children.
+    children_inclusive: u64,
+    n_children: u32,
+    dropped: u32,
+    comms: Vec<CommEvent>,
+    counters: Vec<CounterEvent>,
+    correlation_ids: Vec<u64>,
+}
+
+/// Everything kept per thread of the stream.
+#[derive(Debug)]
+struct ThreadState {
+    thread: u64,
+    stack: Vec<Frame>,
+    /// Set once GPU metadata names this thread.
+    gpu: Option<GpuLocation>,
+    /// This step's comm rows of the thread (indices into `tau.comms`) and
+    /// the next one to attach; reused across steps.
+    comm_rows: Vec<u32>,
+    comm_next: usize,
+    /// Same for counter rows (monitoring counters excluded).
+    counter_rows: Vec<u32>,
+    counter_next: usize,
+    /// Timestamp of the earliest not yet attached comm/counter row
+    /// (`u64::MAX` when none), so that the common check is one compare.
+    next_attach_ts: u64,
+    /// Listed in `StreamEvents::touched` this step.
+    touched: bool,
+}
+
+impl ThreadState {
+    fn new(thread: u64) -> Self {
+        ThreadState {
+            thread,
+            stack: Vec::new(),
+            gpu: None,
+            comm_rows: Vec::new(),
+            comm_next: 0,
+            counter_rows: Vec::new(),
+            counter_next: 0,
+            next_attach_ts: u64::MAX,
+            touched: false,
+        }
+    }
+}
+
+/// A call still open, as seen from outside (e.g. for provenance call
+/// stacks or end-of-run reports).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OpenCall {
+    pub id: ExecId,
+    pub thread: u64,
+    /// Global function index.
+    pub function: u32,
+    pub entry: u64,
+    pub depth: u32,
+}
+
+/// Rebuilds the executions of one TAU stream (one application process),
+/// step by step. Open calls, GPU thread knowledge and unmatched correlation
+/// ids carry over from step to step.
+pub struct StreamEvents {
+    program: u32,
+    rank: u64,
+    stream_name: String,
+    opts: EventOptions,
+    threads: Vec<ThreadState>,
+    /// Thread id → slot + 1 in `threads` (0 = none yet), for small ids.
+    dense_slot: Vec<u32>,
+    sparse_slot: HashMap<u64, u32>,
+    /// Slots that received comm/counter rows this step.
+    touched: Vec<u32>,
+    /// Per-step event-type table (local index → `ET_*`), reused.
+    event_codes: Vec<u8>,
+    correlations: CorrelationMatcher,
+    /// Output buffers handed back with [`StreamEvents::recycle`].
+    spare: Option<StepEvents>,
+}
+
+/// Where completed executions and issues of the current step go; kept
+/// apart from the thread states so both can be borrowed at once.
+struct Sink<'a> {
+    out: &'a mut StepEvents,
+    correlations: &'a mut CorrelationMatcher,
+    program: u32,
+    rank: u64,
+    step: u64,
+    max_attached: usize,
+}
+
+impl StreamEvents {
+    pub fn new(program: u32, rank: u64, stream_name: String, opts: EventOptions) -> Self {
+        StreamEvents {
+            program,
+            rank,
+            stream_name,
+            opts,
+            threads: Vec::new(),
+            dense_slot: Vec::new(),
+            sparse_slot: HashMap::new(),
+            touched: Vec::new(),
+            event_codes: Vec::new(),
+            correlations: CorrelationMatcher::default(),
+            spare: None,
+        }
+    }
+
+    pub fn stream_name(&self) -> &str {
+        &self.stream_name
+    }
+
+    pub fn rank(&self) -> u64 {
+        self.rank
+    }
+
+    pub fn program(&self) -> u32 {
+        self.program
+    }
+
+    pub fn options(&self) -> &EventOptions {
+        &self.opts
+    }
+
+    /// Calls still open (carried to the next step), over all threads.
+    pub fn open_calls(&self) -> usize {
+        self.threads.iter().map(|t| t.stack.len()).sum()
+    }
+
+    /// The open calls, outermost first per thread, threads in order of
+    /// first appearance.
+    pub fn open_call_list(&self) -> Vec<OpenCall> {
+        self.threads
+            .iter()
+            .flat_map(|t| {
+                t.stack.iter().enumerate().map(move |(d, f)| OpenCall {
+                    id: f.id,
+                    thread: t.thread,
+                    function: f.function,
+                    entry: f.entry,
+                    depth: d as u32,
+                })
+            })
+            .collect()
+    }
+
+    /// Correlation ids waiting for their partner.
+    pub fn pending_correlations(&self) -> usize {
+        self.correlations.len()
+    }
+
+    /// The GPU location of `thread`, if metadata marked it as a GPU thread.
+    pub fn gpu_location(&self, thread: u64) -> Option<&GpuLocation> {
+        let slot = self.find_slot(thread)?;
+        self.threads[slot].gpu.as_ref()
+    }
+
+    /// All GPU threads known so far, with their locations.
+    pub fn gpu_threads(&self) -> impl Iterator<Item = (u64, &GpuLocation)> {
+        self.threads
+            .iter()
+            .filter_map(|t| t.gpu.as_ref().map(|g| (t.thread, g)))
+    }
+
+    /// End of stream: reports (and forgets) the calls still open and the
+    /// correlation ids never matched. Both are normal in real traces (TAU's
+    /// monitoring thread never exits), hence informational kinds.
+    pub fn finish(&mut self) -> EventIssues {
+        let mut issues = EventIssues::default();
+        for t in &mut self.threads {
+            if let Some(f) = t.stack.first() {
+                let thread = t.thread;
+                issues.add(
+                    EventIssueKind::OpenAtEnd,
+                    t.stack.len() as u64,
+                    Some(thread),
+                    || {
+                        format!(
+                            "{} (function {}) entered at {} and {} more on the thread",
+                            f.id,
+                            f.function,
+                            f.entry,
+                            t.stack.len() - 1
+                        )
+                    },
+                );
+            }
+            t.stack.clear();
+        }
+        self.correlations.drain(&mut issues);
+        issues
+    }
+
+    /// Processes one step; `step` is the step number used in [`ExecId`]s.
+    ///
+    /// The output vectors are fresh unless a previous result was handed back
+    /// with [`StreamEvents::recycle`]; for big steps that matters (a
+    /// million-row step produces ~120 MB of executions, and first-touching
+    /// fresh memory costs about as much as the replay itself).
+    pub fn process_step(&mut self, step: u64, tau: &TauStep, map: &IndexMap) -> StepEvents {
+        let mut out = self.spare.take().unwrap_or_default();
+        self.process_step_into(step, tau, map, &mut out);
+        out
+    }
+
+    /// Hands a finished step's output back so that the next
+    /// [`StreamEvents::process_step`] reuses its buffers (optional).
+    pub fn recycle(&mut self, mut done: StepEvents) {
+        done.clear();
+        self.spare = Some(done);
+    }
+
+    /// Like [`StreamEvents::process_step`], but reuses `out`'s buffers
+    /// (cleared first), so a steady-state loop does not reallocate them.
+    pub fn process_step_into(
+        &mut self,
+        step: u64,
+        tau: &TauStep,
+        map: &IndexMap,
+        out: &mut StepEvents,
+    ) {
+        out.clear();
+        self.apply_metadata(tau);
+        self.build_event_codes(map);
+        let mut range = TsRange::default();
+        self.distribute_comms(tau, &mut out.issues, &mut range);
+        self.distribute_counters(tau, map, out, &mut range);
+
+        // Roughly half the function rows are EXITs.
+        out.executions.reserve(tau.funcs.len() / 2);
+        let mut sink = Sink {
+            out,
+            correlations: &mut self.correlations,
+            program: self.program,
+            rank: self.rank,
+            step,
+            max_attached: self.opts.max_attached,
+        };
+        let funcs = &tau.funcs;
+        let mut entry_ordinal = 0u64;
+        let mut i = 0usize;
+        while i < funcs.len() {
+            let thread = funcs[i][COL_THREAD];
+            let slot = slot_of(
+                &mut self.threads,
+                &mut self.dense_slot,
+                &mut self.sparse_slot,
+                thread,
+            );
+            i += replay_run(
+                &mut self.threads[slot],
+                &funcs[i..],
+                i,
+                &mut entry_ordinal,
+                tau,
+                map,
+                &self.event_codes,
+                self.opts.max_depth,
+                &mut sink,
+                &mut range,
+            )
+            .max(1); // never 0 (the first row is the thread's), but be safe
+        }
+        // Leftover comm/counter rows attach to whatever is open now.
+        for &slot in &self.touched {
+            let th = &mut self.threads[slot as usize];
+            attach_until(th, u64::MAX, true, tau, map, &mut sink);
+            th.comm_rows.clear();
+            th.counter_rows.clear();
+            th.comm_next = 0;
+            th.counter_next = 0;
+            th.next_attach_ts = u64::MAX;
+            th.touched = false;
+        }
+        self.touched.clear();
+        sink.correlations
+            .expire(step, &self.opts, &mut sink.out.issues);
+        out.first_ts = range.first;
+        out.last_ts = range.last;
+    }
+
+    /// Marks GPU threads from this step's new metadata. The rank field of
+    /// the key is not checked: a stream only carries its own process's
+    /// metadata, and rows of other ranks were already rejected by the reader.
+    fn apply_metadata(&mut self, tau: &TauStep) {
+        for attr in &tau.new_attributes {
+            let Attribute::Metadata(m) = attr else {
+                continue;
+            };
+            let Some(key) = gpu::gpu_metadata_key(&m.description) else {
+                continue;
+            };
+            let slot = slot_of(
+                &mut self.threads,
+                &mut self.dense_slot,
+                &mut self.sparse_slot,
+                m.thread,
+            );
+            let loc = self.threads[slot]
+                .gpu
+                .get_or_insert_with(GpuLocation::default);
+            gpu::set_location(loc, key, &m.value);
+        }
+    }
+
+    fn build_event_codes(&mut self, map: &IndexMap) {
+        self.event_codes.clear();
+        self.event_codes
+            .extend(map.event_types.iter().map(|k| match k {
+                Some(EventKind::Entry) => ET_ENTRY,
+                Some(EventKind::Exit) => ET_EXIT,
+                Some(EventKind::Send) => ET_SEND,
+                Some(EventKind::Recv) => ET_RECV,
+                None => ET_UNKNOWN,
+            }));
+    }
+
+    fn find_slot(&self, thread: u64) -> Option<usize> {
+        if thread < DENSE_THREADS {
+            match self.dense_slot.get(thread as usize) {
+                Some(&s) if s > 0 => Some(s as usize - 1),
+                _ => None,
+            }
+        } else {
+            self.sparse_slot.get(&thread).map(|&s| s as usize)
+        }
+    }
+
+    /// Marks a thread as having rows to attach this step.
+    fn touch(&mut self, slot: usize) {
+        let th = &mut self.threads[slot];
+        if !th.touched {
+            th.touched = true;
+            self.touched.push(slot as u32);
+        }
+    }
+
+    /// Sorts comm rows out per thread; rejects those with a bad event type.
+    fn distribute_comms(&mut self, tau: &TauStep, issues: &mut EventIssues, range: &mut TsRange) {
+        let mut last: Option<(u64, usize)> = None;
+        for (i, row) in tau.comms.iter().enumerate() {
+            let ts = row[COMM_COL_TIMESTAMP];
+            range.add(ts);
+            let code = lookup(&self.event_codes, row[COMM_COL_EVENT_TYPE], ET_UNKNOWN);
+            if code != ET_SEND && code != ET_RECV {
+                issues.record(
+                    EventIssueKind::UnknownEventType,
+                    Some(row[COL_THREAD]),
+                    || {
+                        format!(
+                            "comm row {i} = {row:?}: event type {} is not SEND/RECV",
+                            row[COMM_COL_EVENT_TYPE]
+                        )
+                    },
+                );
+                continue;
+            }
+            let slot = self.cached_slot(&mut last, row[COL_THREAD]);
+            let th = &mut self.threads[slot];
+            th.comm_rows.push(i as u32);
+            th.next_attach_ts = th.next_attach_ts.min(ts);
+            self.touch(slot);
+        }
+    }
+
+    /// Sorts counter rows out per thread; monitoring counters go straight to
+    /// the node state, unknown counters are rejected.
+    fn distribute_counters(
+        &mut self,
+        tau: &TauStep,
+        map: &IndexMap,
+        out: &mut StepEvents,
+        range: &mut TsRange,
+    ) {
+        let mut last: Option<(u64, usize)> = None;
+        for (i, row) in tau.counters.iter().enumerate() {
+            let ts = row[COUNTER_COL_TIMESTAMP];
+            range.add(ts);
+            let local = row[COUNTER_COL_COUNTER];
+            let Some(global) = lookup(&map.counters, local, None) else {
+                out.issues.record(
+                    EventIssueKind::UnknownCounter,
+                    Some(row[COL_THREAD]),
+                    || format!("counter row {i} = {row:?}: counter {local} has no global index"),
+                );
+                continue;
+            };
+            if lookup(&map.counter_roles, local, CounterRole::Plain) == CounterRole::Monitoring {
+                out.node_state.push(CounterEvent {
+                    counter: global,
+                    value: row[COUNTER_COL_VALUE],
+                    ts,
+                });
+                continue;
+            }
+            let slot = self.cached_slot(&mut last, row[COL_THREAD]);
+            let th = &mut self.threads[slot];
+            th.counter_rows.push(i as u32);
+            th.next_attach_ts = th.next_attach_ts.min(ts);
+            self.touch(slot);
+        }
+    }
+
+    /// Slot lookup remembering the previous row's thread (comm and counter
+    /// rows are time sorted, so runs of one thread are common).
+    fn cached_slot(&mut self, last: &mut Option<(u64, usize)>, thread: u64) -> usize {
+        match *last {
+            Some((t, s)) if t == thread => s,
+            _ => {
+                let s = slot_of(
+                    &mut self.threads,
+                    &mut self.dense_slot,
+                    &mut self.sparse_slot,
+                    thread,
+                );
+                *last = Some((thread, s));
+                s
+            }
+        }
+    }
+}
+
+/// The slot of `thread`, created on first sight. A free function over the
+/// fields so that callers can hold other fields borrowed meanwhile.
+fn slot_of(
+    threads: &mut Vec<ThreadState>,
+    dense: &mut Vec<u32>,
+    sparse: &mut HashMap<u64, u32>,
+    thread: u64,
+) -> usize {
+    if thread < DENSE_THREADS {
+        let t = thread as usize;
+        if dense.len() <= t {
+            dense.resize(t + 1, 0);
+        }
+        if dense[t] == 0 {
+            threads.push(ThreadState::new(thread));
+            dense[t] = threads.len() as u32;
+        }
+        dense[t] as usize - 1
+    } else {
+        *sparse.entry(thread).or_insert_with(|| {
+            threads.push(ThreadState::new(thread));
+            threads.len() as u32 - 1
+        }) as usize
+    }
+}
+
+/// Table lookup by a 64-bit row value; out of range gives `default`.
+#[inline]
+fn lookup<T: Copy>(table: &[T], idx: u64, default: T) -> T {
+    match usize::try_from(idx) {
+        Ok(i) => table.get(i).copied().unwrap_or(default),
+        Err(_) => default,
+    }
+}
+
+/// Smallest and largest timestamp seen.
+#[derive(Debug, Default, Clone, Copy)]
+struct TsRange {
+    first: Option<u64>,
+    last: Option<u64>,
+}
+
+impl TsRange {
+    #[inline]
+    fn add(&mut self, ts: u64) {
+        self.first = Some(self.first.map_or(ts, |f| f.min(ts)));
+        self.last = Some(self.last.map_or(ts, |l| l.max(ts)));
+    }
+
+    #[inline]
+    fn add_span(&mut self, lo: u64, hi: u64) {
+        self.add(lo);
+        self.add(hi);
+    }
+}
+
+/// Replays the run of consecutive function rows of `th`'s thread at the
+/// start of `rows` and returns its length (detecting the end of the run here
+/// rather than beforehand saves a pass over the rows). `base` is the index
+/// of `rows[0]` in `tau.funcs`.
+#[allow(clippy::too_many_arguments)]
+fn replay_run(
+    th: &mut ThreadState,
+    rows: &[FuncRow],
+    base: usize,
+    entry_ordinal: &mut u64,
+    tau: &TauStep,
+    map: &IndexMap,
+    codes: &[u8],
+    max_depth: usize,
+    sink: &mut Sink<'_>,
+    range: &mut TsRange,
+) -> usize {
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let mut len = rows.len();
+    for (k, row) in rows.iter().enumerate() {
+        if row[COL_THREAD] != th.thread {
+            len = k;
+            break;
+        }
+        let ts = row[FUNC_COL_TIMESTAMP];
+        lo = lo.min(ts);
+        hi = hi.max(ts);
+        let code = lookup(codes, row[FUNC_COL_EVENT_TYPE], ET_UNKNOWN);
+        let is_exit = code == ET_EXIT;
+        if code != ET_ENTRY && !is_exit {
+            sink.out
+                .issues
+                .record(EventIssueKind::UnknownEventType, Some(th.thread), || {
+                    format!(
+                        "function row {} = {row:?}: event type {} is not ENTRY/EXIT",
+                        base + k,
+                        row[FUNC_COL_EVENT_TYPE]
+                    )
+                });
+            continue;
+        }
+        // The ordinal counts every ENTRY row, valid or not, so ids depend
+        // only on row positions.
+        let ordinal = *entry_ordinal;
+        *entry_ordinal += u64::from(!is_exit);
+
+        // Attach comm/counter rows that precede this row (tie rule).
+        if th.next_attach_ts < ts || (is_exit && th.next_attach_ts == ts) {
+            attach_until(th, ts, is_exit, tau, map, sink);
+        }
+
+        let local = row[FUNC_COL_FUNCTION];
+        let Some(function) = lookup(&map.functions, local, None) else {
+            sink.out
+                .issues
+                .record(EventIssueKind::UnknownFunction, Some(th.thread), || {
+                    format!(
+                        "function row {} = {row:?}: function {local} has no global index",
+                        base + k
+                    )
+                });
+            continue;
+        };
+
+        if !is_exit {
+            if th.stack.len() >= max_depth {
+                sink.out
+                    .issues
+                    .record(EventIssueKind::DepthLimit, Some(th.thread), || {
+                        format!(
+                            "function row {} = {row:?}: stack already {} deep",
+                            base + k,
+                            th.stack.len()
+                        )
+                    });
+                continue;
+            }
+            if let Some(parent) = th.stack.last_mut() {
+                parent.n_children = parent.n_children.saturating_add(1);
+            }
+            th.stack.push(Frame {
+                id: ExecId {
+                    rank: sink.rank,
+                    step: sink.step,
+                    idx: ordinal,
+                },
+                function,
+                entry: ts,
+                children_inclusive: 0,
+                n_children: 0,
+                dropped: 0,
+                comms: Vec::new(),
+                counters: Vec::new(),
+                correlation_ids: Vec::new(),
+            });
+            continue;
+        }
+
+        // EXIT: the common case is a match with the top of the stack.
+        match th.stack.last() {
+            None => {
+                sink.out
+                    .issues
+                    .record(EventIssueKind::EmptyStackExit, Some(th.thread), || {
+                        format!("function row {} = {row:?}: no open call", base + k)
+                    });
+            }
+            Some(top) if top.function == function => {
+                if ts < top.entry {
+                    let entry = top.entry;
+                    sink.out
+                        .issues
+                        .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
+                            format!(
+                                "function row {} = {row:?}: exit at {ts} before its entry at {entry}",
+                                base + k
+                            )
+                        });
+                } else {
+                    close_top(th, ts, sink);
+                }
+            }
+            Some(_) => close_deeper(th, function, ts, row, base + k, sink),
+        }
+    }
+    if lo <= hi {
+        range.add_span(lo, hi);
+    }
+    len
+}
+
+/// EXIT of a function that is not on top: close the calls above it if it is
+/// open deeper, otherwise reject the row.
+fn close_deeper(
+    th: &mut ThreadState,
+    function: u32,
+    ts: u64,
+    row: &FuncRow,
+    row_idx: usize,
+    sink: &mut Sink<'_>,
+) {
+    let Some(pos) = th.stack.iter().rposition(|f| f.function == function) else {
+        let top = th.stack.last().map_or(0, |f| f.function);
+        sink.out
+            .issues
+            .record(EventIssueKind::MismatchedExit, Some(th.thread), || {
+                format!(
+                    "function row {row_idx} = {row:?}: function {function} is not open (top is {top})"
+                )
+            });
+        return;
+    };
+    let latest_entry = th.stack[pos..].iter().map(|f| f.entry).max().unwrap_or(0);
+    if ts < latest_entry {
+        sink.out
+            .issues
+            .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
+                format!(
+                    "function row {row_idx} = {row:?}: exit at {ts} before the entry at {latest_entry} of a call it would close"
+                )
+            });
+        return;
+    }
+    while th.stack.len() > pos + 1 {
+        let thread = th.thread;
+        if let Some(f) = th.stack.last() {
+            let (id, func) = (f.id, f.function);
+            sink.out
+                .issues
+                .record(EventIssueKind::ClosedImplicitly, Some(thread), || {
+                    format!(
+                        "{id} (function {func}) closed at {ts} by the EXIT of function {function} (row {row_idx})"
+                    )
+                });
+        }
+        close_top(th, ts, sink);
+    }
+    close_top(th, ts, sink);
+}
+
+/// Pops the top call, completing it at `exit`.
+#[inline]
+fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
+    let Some(f) = th.stack.pop() else {
+        return;
+    };
+    let inclusive = exit.saturating_sub(f.entry);
+    let exclusive = inclusive.saturating_sub(f.children_inclusive);
+    let parent = match th.stack.last_mut() {
+        Some(p) => {
+            p.children_inclusive = p.children_inclusive.saturating_add(inclusive);
+            Some(p.id)
+        }
+        None => None,
+    };
+    sink.out.executions.push(Execution {
+        id: f.id,
+        program: sink.program,
+        rank: sink.rank,
+        thread: th.thread,
+        function: f.function,
+        entry: f.entry,
+        exit,
+        inclusive,
+        exclusive,
+        parent,
+        depth: th.stack.len() as u32,
+        n_children: f.n_children,
+        comms: f.comms,
+        counters: f.counters,
+        dropped_attachments: f.dropped,
+        is_gpu: th.gpu.is_some(),
+        correlation_ids: f.correlation_ids,
+        gpu_partner: None,
+    });
+    // Pushed first and matched in place: building the (large) record
+    // directly in the output vector avoids copying it.
+    let out = &mut *sink.out;
+    if let Some(exec) = out.executions.last_mut() {
+        if !exec.correlation_ids.is_empty() {
+            sink.correlations
+                .complete(exec, sink.step, &mut out.gpu_pairs, &mut out.issues);
+        }
+    }
+}
+
+/// Attaches the thread's pending comm and counter rows with `ts < bound`
+/// (or `ts <= bound` when `inclusive`) to the innermost open call.
+fn attach_until(
+    th: &mut ThreadState,
+    bound: u64,
+    inclusive: bool,
+    tau: &TauStep,
+    map: &IndexMap,
+    sink: &mut Sink<'_>,
+) {
+    let due = |ts: u64| ts < bound || (inclusive && ts == bound);
+    let cap = sink.max_attached;
+    let thread = th.thread;
+
+    while let Some(&ri) = th.comm_rows.get(th.comm_next) {
+        let Some(row) = tau.comms.get(ri as usize) else {
+            th.comm_next += 1;
+            continue;
+        };
+        let ts = row[COMM_COL_TIMESTAMP];
+        if !due(ts) {
+            break;
+        }
+        th.comm_next += 1;
+        let Some(frame) = th.stack.last_mut() else {
+            sink.out
+                .issues
+                .record(EventIssueKind::UnattachedComm, Some(thread), || {
+                    format!("comm row {ri} = {row:?}: no open call at {ts}")
+                });
+            continue;
+        };
+        if frame.comms.len() >= cap {
+            frame.dropped = frame.dropped.saturating_add(1);
+            continue;
+        }
+        let partner = row[COMM_COL_PARTNER];
+        let (direction, src, dst) =
+            if lookup(&map.event_types, row[COMM_COL_EVENT_TYPE], None) == Some(EventKind::Send) {
+                (CommDirection::Send, sink.rank, partner)
+            } else {
+                (CommDirection::Recv, partner, sink.rank)
+            };
+        let bytes = row[COMM_COL_BYTES];
+        frame.comms.push(CommEvent {
+            direction,
+            src,
+            dst,
+            tag: row[COMM_COL_TAG],
+            bytes: (bytes <= MAX_PLAUSIBLE_BYTES).then_some(bytes),
+            ts,
+        });
+    }
+
+    while let Some(&ri) = th.counter_rows.get(th.counter_next) {
+        let Some(row) = tau.counters.get(ri as usize) else {
+            th.counter_next += 1;
+            continue;
+        };
+        let ts = row[COUNTER_COL_TIMESTAMP];
+        if !due(ts) {
+            break;
+        }
+        th.counter_next += 1;
+        let Some(frame) = th.stack.last_mut() else {
+            sink.out
+                .issues
+                .record(EventIssueKind::UnattachedCounter, Some(thread), || {
+                    format!("counter row {ri} = {row:?}: no open call at {ts}")
+                });
+            continue;
+        };
+        let local = row[COUNTER_COL_COUNTER];
+        // Unknown counters were filtered out when distributing.
+        let global = lookup(&map.counters, local, None).unwrap_or(u32::MAX);
+        let value = row[COUNTER_COL_VALUE];
+        let is_corr =
+            lookup(&map.counter_roles, local, CounterRole::Plain) == CounterRole::CorrelationId;
+        if is_corr && frame.correlation_ids.len() < cap {
+            frame.correlation_ids.push(value);
+        }
+        if frame.counters.len() >= cap {
+            frame.dropped = frame.dropped.saturating_add(1);
+            continue;
+        }
+        frame.counters.push(CounterEvent {
+            counter: global,
+            value,
+            ts,
+        });
+    }
+
+    let next_comm = th
+        .comm_rows
+        .get(th.comm_next)
+        .and_then(|&ri| tau.comms.get(ri as usize))
+        .map_or(u64::MAX, |r| r[COMM_COL_TIMESTAMP]);
+    let next_counter = th
+        .counter_rows
+        .get(th.counter_next)
+        .and_then(|&ri| tau.counters.get(ri as usize))
+        .map_or(u64::MAX, |r| r[COUNTER_COL_TIMESTAMP]);
+    th.next_attach_ts = next_comm.min(next_counter);
+}

@@ -1,0 +1,466 @@
+//! From trace rows to completed function executions.
+//!
+//! TAU does not write "function `f` ran from `a` to `b`"; it writes a flat
+//! list of ENTRY and EXIT rows per thread, plus communication (SEND/RECV)
+//! and counter rows that carry only a timestamp. Everything downstream (the
+//! anomaly detectors, provenance, GPU pairing) wants *executions*: one record
+//! per call with its inclusive and exclusive time, its parent, and the
+//! messages and counters that happened while it was the innermost open call.
+//! This module rebuilds those records by replaying each thread's rows on a
+//! call stack, exactly as Chimbuko's `ADEvent` does (see
+//! `../shared/reference/chimbuko-algorithms.md` §7.1–7.3), with three
+//! deliberate differences:
+//!
+//! * Broken input never stops the run and is never silently ignored: every
+//!   rejected or repaired row is counted per [`EventIssueKind`] with the first
+//!   example, so a log line can say what was wrong and where.
+//! * An EXIT for a function that is open *deeper* in the stack closes the
+//!   calls above it at that time (TAU loses EXIT rows when a thread is torn
+//!   down or a throw unwinds through instrumented code); Chimbuko would leave
+//!   the stack corrupted for the rest of the run.
+//! * Ids are deterministic: an execution's [`ExecId`] depends only on where
+//!   its ENTRY row sits in the step's array, never on processing order, so
+//!   every rank, every rerun and every test names the same call the same way.
+//!
+//! The module is pure Rust and knows nothing about MPI or ADIOS2: the caller
+//! reads a [`TauStep`](crate::trace::tau::TauStep), builds an [`IndexMap`]
+//! (local TAU indices → the globally agreed ones) and calls
+//! [`StreamEvents::process_step`] once per step.
+//!
+//! Layout: this file holds the data types; `callstack` the per-thread replay;
+//! `gpu` the GPU-thread metadata and correlation-ID pairing.
+
+mod callstack;
+mod gpu;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use callstack::{OpenCall, StreamEvents};
+pub use gpu::{gpu_metadata_key, GpuMetadataKey};
+
+use crate::trace::format::EventKind;
+
+/// Names one function execution: the rank, the step in which its ENTRY row
+/// arrived, and the ENTRY's ordinal among the step's ENTRY rows.
+///
+/// Chimbuko labels events `"rank:step:idx"`; [`fmt::Display`] produces the
+/// same text so that ids can be compared with the reference's output.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct ExecId {
+    pub rank: u64,
+    pub step: u64,
+    pub idx: u64,
+}
+
+impl fmt::Display for ExecId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.rank, self.step, self.idx)
+    }
+}
+
+impl std::str::FromStr for ExecId {
+    type Err = String;
+
+    /// Parses the `"rank:step:idx"` label back.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut parts = s.split(':');
+        let mut next = |what: &str| -> Result<u64, String> {
+            parts
+                .next()
+                .and_then(|p| p.trim().parse().ok())
+                .ok_or_else(|| format!("bad event id {s:?}: missing or invalid {what}"))
+        };
+        let id = ExecId {
+            rank: next("rank")?,
+            step: next("step")?,
+            idx: next("idx")?,
+        };
+        if parts.next().is_some() {
+            return Err(format!("bad event id {s:?}: more than three fields"));
+        }
+        Ok(id)
+    }
+}
+
+/// Direction of a point-to-point message, from this rank's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CommDirection {
+    Send,
+    Recv,
+}
+
+/// Above this a byte count is treated as unknown: TAU's receive-side counts
+/// can be garbage (e.g. 18446744071900455069 from `MPI_Sendrecv`), and a
+/// terabyte in one message is not plausible either.
+pub const MAX_PLAUSIBLE_BYTES: u64 = 1 << 40;
+
+/// One message attached to an execution.
+///
+/// `src`/`dst` follow Chimbuko's convention: for a SEND `src` is this rank
+/// and `dst` the partner; for a RECV `src` is the partner and `dst` this rank.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommEvent {
+    pub direction: CommDirection,
+    pub src: u64,
+    pub dst: u64,
+    pub tag: u64,
+    /// `None` when the count is absurd (> [`MAX_PLAUSIBLE_BYTES`]); the event
+    /// itself is kept, only the size is unknown.
+    pub bytes: Option<u64>,
+    pub ts: u64,
+}
+
+/// One counter sample attached to an execution (or, for monitoring
+/// counters, to the node state of the step).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CounterEvent {
+    /// Global counter index.
+    pub counter: u32,
+    pub value: u64,
+    pub ts: u64,
+}
+
+/// Where a GPU virtual thread runs, from its `MetaData:<rank>:<thread>:CUDA
+/// Device|Context|Stream` attributes (values verbatim, quotes stripped).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct GpuLocation {
+    pub device: Option<String>,
+    pub context: Option<String>,
+    pub stream: Option<String>,
+}
+
+/// One completed function call.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Execution {
+    pub id: ExecId,
+    pub program: u32,
+    pub rank: u64,
+    pub thread: u64,
+    /// Global function index (from [`IndexMap::functions`]).
+    pub function: u32,
+    pub entry: u64,
+    pub exit: u64,
+    /// `exit - entry`.
+    pub inclusive: u64,
+    /// `inclusive` minus the inclusive time of the direct children (the time
+    /// spent in this function's own code); what the detectors judge.
+    pub exclusive: u64,
+    /// The call that was open below this one (`None` for a root call).
+    pub parent: Option<ExecId>,
+    /// Stack depth at entry; a root call has depth 0.
+    pub depth: u32,
+    pub n_children: u32,
+    pub comms: Vec<CommEvent>,
+    pub counters: Vec<CounterEvent>,
+    /// Comm/counter events not kept because of [`EventOptions::max_attached`].
+    pub dropped_attachments: u32,
+    /// Ran on a GPU virtual thread.
+    pub is_gpu: bool,
+    /// Values of the `Correlation ID` counter attached to this execution.
+    pub correlation_ids: Vec<u64>,
+    /// The other side of a CPU-launch/GPU-kernel pair, when that side had
+    /// completed before this one (otherwise the pair shows up later in
+    /// [`StepEvents::gpu_pairs`] only).
+    pub gpu_partner: Option<ExecId>,
+}
+
+/// How a counter's samples are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CounterRole {
+    /// Attached to the innermost open call.
+    #[default]
+    Plain,
+    /// `Correlation ID`: attached, and its value pairs CPU launches with GPU
+    /// kernels.
+    CorrelationId,
+    /// `monitoring: ...` node-state counters from TAU's monitoring plugin:
+    /// describe the node, not a call, so they are never attached.
+    Monitoring,
+}
+
+/// How this stream's local indices map to global ones; rebuilt by the
+/// caller every step (entries may grow between steps as new names appear).
+///
+/// `None` (or an index past the end) means "not (yet) known": the row is
+/// counted as an issue and skipped. The reader normally drops such rows
+/// already, but the global agreement on names may lag a step behind.
+#[derive(Debug, Clone, Default)]
+pub struct IndexMap {
+    /// Local TAU function index → global function index.
+    pub functions: Vec<Option<u32>>,
+    /// Local counter index → global counter index.
+    pub counters: Vec<Option<u32>>,
+    /// Role of each counter, by LOCAL counter index (missing = `Plain`).
+    pub counter_roles: Vec<CounterRole>,
+    /// Local event-type index → kind.
+    pub event_types: Vec<Option<EventKind>>,
+}
+
+impl IndexMap {
+    /// The role a counter name implies ([`CORRELATION_ID_COUNTER`] or the
+    /// [`MONITORING_PREFIX`]).
+    ///
+    /// [`CORRELATION_ID_COUNTER`]: crate::trace::format::CORRELATION_ID_COUNTER
+    /// [`MONITORING_PREFIX`]: crate::trace::format::MONITORING_PREFIX
+    pub fn role_of_counter_name(name: &str) -> CounterRole {
+        use crate::trace::format::{CORRELATION_ID_COUNTER, MONITORING_PREFIX};
+        if name == CORRELATION_ID_COUNTER {
+            CounterRole::CorrelationId
+        } else if name.starts_with(MONITORING_PREFIX) {
+            CounterRole::Monitoring
+        } else {
+            CounterRole::Plain
+        }
+    }
+
+    /// A map with identity function/counter indices, for a stream analysed
+    /// on its own (tests, single-rank tools). Roles follow the names.
+    pub fn identity(dict: &crate::trace::tau::Dictionary) -> Self {
+        let ident = |names: &[Option<String>]| -> Vec<Option<u32>> {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| n.as_ref().and_then(|_| u32::try_from(i).ok()))
+                .collect()
+        };
+        IndexMap {
+            functions: ident(&dict.functions),
+            counters: ident(&dict.counters),
+            counter_roles: dict
+                .counters
+                .iter()
+                .map(|n| {
+                    n.as_deref()
+                        .map_or(CounterRole::Plain, Self::role_of_counter_name)
+                })
+                .collect(),
+            event_types: dict.event_types.clone(),
+        }
+    }
+}
+
+/// Tuning of [`StreamEvents`].
+#[derive(Debug, Clone)]
+pub struct EventOptions {
+    /// At most this many comm events, and this many counter events, are
+    /// attached to one execution (a call that spans a whole run could
+    /// otherwise collect millions); the rest are counted in
+    /// [`Execution::dropped_attachments`].
+    pub max_attached: usize,
+    /// Deepest call stack kept per thread; deeper ENTRY rows are counted as
+    /// [`EventIssueKind::DepthLimit`] and skipped (bounds memory when EXIT
+    /// rows are lost wholesale).
+    pub max_depth: usize,
+    /// An unmatched correlation id is forgotten after this many steps.
+    pub correlation_window_steps: u64,
+    /// Hard bound on unmatched correlation ids kept (oldest go first).
+    pub max_pending_correlations: usize,
+}
+
+impl Default for EventOptions {
+    fn default() -> Self {
+        EventOptions {
+            max_attached: 256,
+            max_depth: 1 << 16,
+            correlation_window_steps: 1000,
+            max_pending_correlations: 1 << 20,
+        }
+    }
+}
+
+/// What one call to [`StreamEvents::process_step`] produced.
+#[derive(Debug, Clone, Default)]
+pub struct StepEvents {
+    /// Executions completed this step, in the order their EXIT rows were
+    /// processed (threads in the order their rows appear in the step).
+    pub executions: Vec<Execution>,
+    /// `(cpu launch, gpu kernel)` pairs matched this step; either side may
+    /// have completed in an earlier step.
+    pub gpu_pairs: Vec<(ExecId, ExecId)>,
+    /// Samples of [`CounterRole::Monitoring`] counters, in row order.
+    pub node_state: Vec<CounterEvent>,
+    pub issues: EventIssues,
+    /// Smallest and largest timestamp over all rows of the step.
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+}
+
+impl StepEvents {
+    /// Empties the buffers, keeping their capacity.
+    pub fn clear(&mut self) {
+        self.executions.clear();
+        self.gpu_pairs.clear();
+        self.node_state.clear();
+        self.issues = EventIssues::default();
+        self.first_ts = None;
+        self.last_ts = None;
+    }
+}
+
+/// Kinds of broken or noteworthy input met while rebuilding executions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum EventIssueKind {
+    /// EXIT while the thread has no open call (skipped).
+    EmptyStackExit,
+    /// EXIT of a function that is not open on the thread at all (skipped).
+    MismatchedExit,
+    /// Function index not in the [`IndexMap`] (row skipped).
+    UnknownFunction,
+    /// Counter index not in the [`IndexMap`] (row skipped).
+    UnknownCounter,
+    /// Event-type index unknown, or not valid for the row's kind (an ENTRY
+    /// in a comm row, a SEND in a function row); row skipped.
+    UnknownEventType,
+    /// EXIT earlier than the entry of the call(s) it would close (skipped).
+    ExitBeforeEntry,
+    /// Comm row while the thread had no open call (dropped).
+    UnattachedComm,
+    /// Counter row while the thread had no open call (dropped).
+    UnattachedCounter,
+    /// A GPU execution with more than one correlation id (the first is used).
+    MultipleCorrelationIdsOnGpu,
+    /// A call closed because an EXIT for a call below it arrived (repair;
+    /// the call is emitted with exit = that EXIT's timestamp).
+    ClosedImplicitly,
+    /// ENTRY beyond [`EventOptions::max_depth`] (skipped).
+    DepthLimit,
+    /// A correlation id seen twice on the same side (CPU or GPU) before the
+    /// other side arrived; the newer execution replaces the older one.
+    DuplicateCorrelationId,
+    /// An unmatched correlation id forgotten after
+    /// [`EventOptions::correlation_window_steps`] or because of
+    /// [`EventOptions::max_pending_correlations`].
+    CorrelationExpired,
+    /// Informational, from [`StreamEvents::finish`]: calls still open at the
+    /// end of the stream (normal: TAU's monitoring thread never exits).
+    OpenAtEnd,
+    /// Informational, from [`StreamEvents::finish`]: correlation ids never
+    /// matched.
+    UnmatchedCorrelationAtEnd,
+}
+
+impl EventIssueKind {
+    pub fn name(self) -> &'static str {
+        use EventIssueKind::*;
+        match self {
+            EmptyStackExit => "EXIT with empty stack",
+            MismatchedExit => "EXIT of a function that is not open",
+            UnknownFunction => "unknown function index",
+            UnknownCounter => "unknown counter index",
+            UnknownEventType => "unknown or misplaced event type",
+            ExitBeforeEntry => "EXIT before ENTRY",
+            UnattachedComm => "comm event outside any call",
+            UnattachedCounter => "counter event outside any call",
+            MultipleCorrelationIdsOnGpu => "GPU execution with several correlation ids",
+            ClosedImplicitly => "call closed implicitly",
+            DepthLimit => "ENTRY beyond the depth limit",
+            DuplicateCorrelationId => "duplicate correlation id",
+            CorrelationExpired => "unmatched correlation id expired",
+            OpenAtEnd => "call still open at end of stream",
+            UnmatchedCorrelationAtEnd => "correlation id unmatched at end of stream",
+        }
+    }
+
+    /// False for kinds that describe normal situations rather than broken
+    /// input (what is still open or unmatched when the stream ends).
+    pub fn is_problem(self) -> bool {
+        !matches!(
+            self,
+            EventIssueKind::OpenAtEnd | EventIssueKind::UnmatchedCorrelationAtEnd
+        )
+    }
+}
+
+/// Issues met in one step (or at the end of a stream): a count per kind,
+/// with the first example and the thread it happened on.
+#[derive(Debug, Clone, Default)]
+pub struct EventIssues {
+    pub counts: BTreeMap<EventIssueKind, u64>,
+    pub first_example: BTreeMap<EventIssueKind, String>,
+    /// Thread of the first example, where the issue belongs to a thread.
+    pub first_thread: BTreeMap<EventIssueKind, u64>,
+}
+
+impl EventIssues {
+    /// Counts one occurrence; `example` is only built for the first one, so
+    /// a flood of broken rows costs no formatting.
+    pub fn record(
+        &mut self,
+        kind: EventIssueKind,
+        thread: Option<u64>,
+        example: impl FnOnce() -> String,
+    ) {
+        self.add(kind, 1, thread, example);
+    }
+
+    /// Counts `n` occurrences (nothing when `n == 0`).
+    pub fn add(
+        &mut self,
+        kind: EventIssueKind,
+        n: u64,
+        thread: Option<u64>,
+        example: impl FnOnce() -> String,
+    ) {
+        if n == 0 {
+            return;
+        }
+        let c = self.counts.entry(kind).or_insert(0);
+        *c += n;
+        if let std::collections::btree_map::Entry::Vacant(e) = self.first_example.entry(kind) {
+            e.insert(example());
+            if let Some(t) = thread {
+                self.first_thread.insert(kind, t);
+            }
+        }
+    }
+
+    /// Adds another set (its first examples only where this one has none).
+    pub fn merge(&mut self, other: &EventIssues) {
+        for (&kind, &n) in &other.counts {
+            let thread = other.first_thread.get(&kind).copied();
+            self.add(kind, n, thread, || {
+                other.first_example.get(&kind).cloned().unwrap_or_default()
+            });
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    pub fn count(&self, kind: EventIssueKind) -> u64 {
+        self.counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// True if any kind other than the informational ones was counted.
+    pub fn has_problems(&self) -> bool {
+        self.counts.keys().any(|k| k.is_problem())
+    }
+
+    /// One log line, e.g.
+    /// `stream: step 3: thread 0: 2 EXIT with empty stack (first: ...); ...`
+    /// (the thread is the one of the first example).
+    pub fn summary(&self, stream: &str, step: u64) -> String {
+        let parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(k, n)| {
+                let thread = self
+                    .first_thread
+                    .get(k)
+                    .map(|t| format!("thread {t}: "))
+                    .unwrap_or_default();
+                let example = self.first_example.get(k).map_or("", String::as_str);
+                format!("{thread}{n} {} (first: {example})", k.name())
+            })
+            .collect();
+        format!("{stream}: step {step}: {}", parts.join("; "))
+    }
+}
