@@ -34,8 +34,8 @@ use crate::trace::tau::TauStep;
 
 use super::gpu::{self, CorrelationMatcher};
 use super::{
-    CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues, EventOptions,
-    ExecId, Execution, GpuLocation, IndexMap, StepEvents, MAX_PLAUSIBLE_BYTES,
+    Attachments, CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues,
+    EventOptions, ExecId, Execution, GpuLocation, IndexMap, StepEvents, MAX_PLAUSIBLE_BYTES,
 };
 
 /// Threads below this id are found through a plain vector; others through a
@@ -744,18 +744,28 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         parent,
         depth: th.stack.len() as u32,
         n_children: f.n_children,
-        comms: f.comms,
-        counters: f.counters,
-        dropped_attachments: f.dropped,
         is_gpu: th.gpu.is_some(),
-        correlation_ids: f.correlation_ids,
-        gpu_partner: None,
+        extra: if f.comms.is_empty()
+            && f.counters.is_empty()
+            && f.correlation_ids.is_empty()
+            && f.dropped == 0
+        {
+            None
+        } else {
+            Some(Box::new(Attachments {
+                comms: f.comms,
+                counters: f.counters,
+                dropped: f.dropped,
+                correlation_ids: f.correlation_ids,
+                gpu_partner: None,
+            }))
+        },
     });
     // Pushed first and matched in place: building the (large) record
     // directly in the output vector avoids copying it.
     let out = &mut *sink.out;
     if let Some(exec) = out.executions.last_mut() {
-        if !exec.correlation_ids.is_empty() {
+        if !exec.correlation_ids().is_empty() {
             sink.correlations
                 .complete(exec, sink.step, &mut out.gpu_pairs, &mut out.issues);
         }

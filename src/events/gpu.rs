@@ -90,24 +90,25 @@ impl CorrelationMatcher {
         issues: &mut EventIssues,
     ) {
         let n = if exec.is_gpu {
-            if exec.correlation_ids.len() > 1 {
+            if exec.correlation_ids().len() > 1 {
                 issues.record(
                     EventIssueKind::MultipleCorrelationIdsOnGpu,
                     Some(exec.thread),
                     || {
                         format!(
                             "execution {} has correlation ids {:?}; using the first",
-                            exec.id, exec.correlation_ids
+                            exec.id,
+                            exec.correlation_ids()
                         )
                     },
                 );
             }
-            exec.correlation_ids.len().min(1)
+            exec.correlation_ids().len().min(1)
         } else {
-            exec.correlation_ids.len()
+            exec.correlation_ids().len()
         };
         for k in 0..n {
-            let cid = exec.correlation_ids[k];
+            let cid = exec.correlation_ids()[k];
             let me = Pending {
                 id: exec.id,
                 is_gpu: exec.is_gpu,
@@ -122,7 +123,7 @@ impl CorrelationMatcher {
                         (exec.id, other.id)
                     };
                     pairs.push(pair);
-                    exec.gpu_partner.get_or_insert(other.id);
+                    exec.extra_mut().gpu_partner.get_or_insert(other.id);
                 }
                 Some(other) => {
                     issues.record(

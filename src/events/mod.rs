@@ -153,18 +153,55 @@ pub struct Execution {
     /// Stack depth at entry; a root call has depth 0.
     pub depth: u32,
     pub n_children: u32,
+    /// Ran on a GPU virtual thread.
+    pub is_gpu: bool,
+    /// Messages, counters and GPU pairing; `None` for the (common) call
+    /// that has none, which keeps the record small (see [`Attachments`]).
+    pub extra: Option<Box<Attachments>>,
+}
+
+/// What happened inside an execution besides its own timing. Boxed and
+/// optional: most executions have none, and a step holds hundreds of
+/// thousands of executions, so the common record stays small.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Attachments {
     pub comms: Vec<CommEvent>,
     pub counters: Vec<CounterEvent>,
     /// Comm/counter events not kept because of [`EventOptions::max_attached`].
-    pub dropped_attachments: u32,
-    /// Ran on a GPU virtual thread.
-    pub is_gpu: bool,
+    pub dropped: u32,
     /// Values of the `Correlation ID` counter attached to this execution.
     pub correlation_ids: Vec<u64>,
     /// The other side of a CPU-launch/GPU-kernel pair, when that side had
     /// completed before this one (otherwise the pair shows up later in
     /// [`StepEvents::gpu_pairs`] only).
     pub gpu_partner: Option<ExecId>,
+}
+
+impl Execution {
+    /// Messages sent or received while this was the innermost open call.
+    pub fn comms(&self) -> &[CommEvent] {
+        self.extra.as_deref().map_or(&[], |x| &x.comms)
+    }
+    /// Counter samples taken while this was the innermost open call.
+    pub fn counters(&self) -> &[CounterEvent] {
+        self.extra.as_deref().map_or(&[], |x| &x.counters)
+    }
+    /// Comm/counter events not kept because of [`EventOptions::max_attached`].
+    pub fn dropped_attachments(&self) -> u32 {
+        self.extra.as_deref().map_or(0, |x| x.dropped)
+    }
+    /// Values of the `Correlation ID` counter attached to this execution.
+    pub fn correlation_ids(&self) -> &[u64] {
+        self.extra.as_deref().map_or(&[], |x| &x.correlation_ids)
+    }
+    /// The GPU/CPU partner, when known at completion.
+    pub fn gpu_partner(&self) -> Option<ExecId> {
+        self.extra.as_deref().and_then(|x| x.gpu_partner)
+    }
+    /// The attachments, created on first use.
+    pub fn extra_mut(&mut self) -> &mut Attachments {
+        self.extra.get_or_insert_with(Box::default)
+    }
 }
 
 /// How a counter's samples are used.

@@ -19,7 +19,7 @@ use anyhow::{bail, Context};
 use crate::collectives::Collectives;
 use crate::detect::sstd::{Sstd, SstdParams};
 use crate::detect::{Detector, Label};
-use crate::events::{EventIssues, EventOptions, Execution, IndexMap, StreamEvents};
+use crate::events::{EventIssues, EventOptions, Execution, IndexMap, StepEvents, StreamEvents};
 use crate::trace::adios::{Engine, ReadOptions};
 use crate::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader};
 use config::{FunctionRules, StreamSpec};
@@ -122,6 +122,8 @@ struct OwnedStream {
     reader: Option<TauStreamReader>,
     events: StreamEvents,
     map: IndexMap,
+    /// This step's executions (buffers reused from step to step).
+    out: StepEvents,
     done: bool,
     idle: Duration,
 }
@@ -180,6 +182,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             spec,
             reader: None,
             map: IndexMap::default(),
+            out: StepEvents::default(),
             done: false,
             idle: Duration::ZERO,
         })
@@ -278,19 +281,22 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         }
         timings.add(Phase::Agree, t.elapsed());
 
-        // 3 build executions
+        // 3 build executions (row buffers go back to their reader at once)
         let t = Instant::now();
-        let mut executions: Vec<Execution> = Vec::new();
-        for (i, st) in &tau_steps {
-            let s = &mut streams[*i];
-            let mut ev = s.events.process_step(step, st, &s.map);
-            if ev.issues.has_problems() && !args.quiet {
-                eprintln!("warning: {}", ev.issues.summary(&s.events_name(), step));
-            }
-            issues_total.merge(&ev.issues);
-            executions.append(&mut ev.executions);
+        for s in &mut streams {
+            s.out.clear();
         }
-        drop(tau_steps);
+        for (i, st) in tau_steps {
+            let s = &mut streams[i];
+            s.events.process_step_into(step, &st, &s.map, &mut s.out);
+            if s.out.issues.has_problems() && !args.quiet {
+                eprintln!("warning: {}", s.out.issues.summary(&s.events_name(), step));
+            }
+            issues_total.merge(&s.out.issues);
+            if let Some(r) = s.reader.as_mut() {
+                r.recycle(st);
+            }
+        }
         timings.add(Phase::Build, t.elapsed());
 
         // 4 summarize: this step's partial model
@@ -303,7 +309,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 e.exclusive
             }
         };
-        for e in &executions {
+        for e in streams.iter().flat_map(|s| s.out.executions.iter()) {
             if !is_ignored(&ignored, e.function) {
                 detector.observe(e.function, value(e));
             }
@@ -322,18 +328,18 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let mut step_anomalies = 0u64;
         let mut step_labelled = 0u64;
         let held = std::mem::take(&mut pending);
-        let todo = held
-            .into_iter()
-            .chain(executions.into_iter().map(|e| (step, e)));
-        for (done_step, e) in todo {
-            let verdict = if is_ignored(&ignored, e.function) {
+        let judge = |e: &Execution| {
+            if is_ignored(&ignored, e.function) {
                 crate::detect::Verdict {
                     label: Label::Normal,
                     score: 0.0,
                 }
             } else {
-                detector.label(e.function, value(&e))
-            };
+                detector.label(e.function, value(e))
+            }
+        };
+        for (done_step, e) in held {
+            let verdict = judge(&e);
             if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
                 pending.push((done_step, e));
                 continue;
@@ -341,13 +347,29 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             step_labelled += 1;
             if verdict.label == Label::Anomaly {
                 step_anomalies += 1;
-                // Kept until the end, to be re-judged against the final model.
                 if args.final_relabel && stored.len() < args.max_stored_anomalies {
                     stored.push((done_step, step, verdict, e));
                     continue;
                 }
             }
             sink.emit(&e, done_step, step, verdict.label, verdict, &names)?;
+        }
+        for e in streams.iter().flat_map(|s| s.out.executions.iter()) {
+            let verdict = judge(e);
+            if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
+                pending.push((step, e.clone()));
+                continue;
+            }
+            step_labelled += 1;
+            if verdict.label == Label::Anomaly {
+                step_anomalies += 1;
+                // Kept until the end, to be re-judged against the final model.
+                if args.final_relabel && stored.len() < args.max_stored_anomalies {
+                    stored.push((step, step, verdict, e.clone()));
+                    continue;
+                }
+            }
+            sink.emit(e, step, step, verdict.label, verdict, &names)?;
         }
         timings.add(Phase::Label, t.elapsed());
 
