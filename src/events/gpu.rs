@@ -250,12 +250,11 @@ mod tests {
             parent: None,
             depth: 0,
             n_children: 0,
-            comms: vec![],
-            counters: vec![],
-            dropped_attachments: 0,
             is_gpu,
-            correlation_ids: ids,
-            gpu_partner: None,
+            extra: Some(Box::new(crate::events::Attachments {
+                correlation_ids: ids,
+                ..Default::default()
+            })),
         }
     }
 
