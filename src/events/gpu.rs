@@ -298,7 +298,7 @@ mod tests {
             idx: 1,
         };
         assert_eq!(pairs, vec![(cpu, g.id)]);
-        assert_eq!(g.gpu_partner, Some(cpu));
+        assert_eq!(g.gpu_partner(), Some(cpu));
         assert_eq!(m.len(), 0);
     }
 }
