@@ -448,7 +448,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
 
     // Final reductions: per-function totals, truth, timings, model identity.
     let global_totals = sink.totals.reduce(coll);
-    let truth_counts = sink.truth.as_ref().map(|t| t.reduce(coll));
+    let truth_counts = sink.truth.as_ref().map(|t| t.reduce(coll)).transpose()?;
     let pruned = coll.allreduce_sum(&[pruned])[0];
     let digest = detector.digest();
     let dmin = coll.allreduce_min(&[digest])[0];
