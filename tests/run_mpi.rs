@@ -226,3 +226,42 @@ fn a_failing_rank_stops_every_rank_with_its_message() {
         );
     }
 }
+
+#[test]
+fn in_situ_over_sst_with_writer_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sst");
+    // The writers (one process per application rank) wait for their readers.
+    let mut writer = Command::new(exe())
+        .arg("synth")
+        .arg("--out")
+        .arg(&data)
+        .args(["--engine", "SST", "--ranks", "2", "--steps", "5", "--events-per-step", "1500", "--pace-ms", "30"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start SST writers");
+    let sum = dir.path().join("summary.json");
+    let result = run_cmd(2)
+        .args(["--engine", "SST", "--app-ranks", "2", "--open-timeout", "60"])
+        .arg("--input")
+        .arg(data.join("tau-metrics-demo-{rank}.bp"))
+        .arg("--truth")
+        .arg(data.join("truth-demo.csv"))
+        .arg("--summary-out")
+        .arg(&sum)
+        .output()
+        .unwrap();
+    let status = writer.wait().unwrap();
+    assert!(
+        result.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&result.stdout),
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(status.success(), "SST writers failed");
+    let s = summary(&sum);
+    assert_eq!(s["steps"], 5);
+    assert_eq!(s["streams"], 2);
+    assert!(s["executions"].as_u64().unwrap() > 5000);
+    assert!(s["truth"]["recall"].as_f64().unwrap() > 0.8);
+}

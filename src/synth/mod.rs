@@ -63,6 +63,10 @@ pub struct SynthArgs {
     /// Override the binary name used in stream names.
     #[arg(long)]
     pub binary: Option<String>,
+    /// Do not write the ground truth (used for the per-rank writer
+    /// processes of SST runs, whose parent writes it up front).
+    #[arg(long, hide = true)]
+    pub no_truth: bool,
     /// Extra ADIOS2 engine parameter KEY=VALUE (repeatable).
     #[arg(long = "adios-param", value_parser = parse_key_value)]
     pub adios_params: Vec<(String, String)>,
@@ -256,7 +260,9 @@ pub fn run_cli(a: SynthArgs) -> anyhow::Result<()> {
         total.truth.extend(rep.truth);
     }
     let truth = truth_path(&a.out, &sc.binary, only);
-    write_truth(&truth, &total.truth)?;
+    if !a.no_truth {
+        write_truth(&truth, &total.truth)?;
+    }
     let secs = start.elapsed().as_secs_f64();
     println!(
         "synth: {} rank(s) x {} steps, engine {}: {} function / {} comm / {} counter rows, {} injected anomalies; {:.2} s ({:.1} M function rows/s)",
@@ -278,8 +284,12 @@ pub fn run_cli(a: SynthArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs one `synth --only-rank r` process per rank and merges their truth.
+/// Runs one `synth --only-rank r` process per rank. The ground truth is
+/// written first, from a dry run of the (deterministic) generator, so that
+/// it exists before any reader reaches the end of the streams.
 fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
+    let truth: Vec<TruthRow> = (0..sc.ranks).flat_map(|r| generate_rank(sc, r).1).collect();
+    write_truth(&truth_path(&a.out, &sc.binary, None), &truth)?;
     let exe = std::env::current_exe().context("locating our own executable")?;
     let mut children = Vec::new();
     for r in 0..sc.ranks {
@@ -290,31 +300,17 @@ fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
         }
         cmd.arg("--out").arg(&a.out);
         cmd.args(["--engine", a.engine.adios_name(), "--prefix", &a.prefix]);
-        cmd.args(["--only-rank", &r.to_string()]);
-        cmd.args([
-            "--seed",
-            &sc.seed.to_string(),
-            "--ranks",
-            &sc.ranks.to_string(),
-        ]);
+        cmd.args(["--only-rank", &r.to_string(), "--no-truth"]);
+        cmd.args(["--seed", &sc.seed.to_string(), "--ranks", &sc.ranks.to_string()]);
         cmd.args(["--steps", &sc.steps.to_string()]);
-        cmd.args([
-            "--events-per-step",
-            &sc.events_per_step.to_string(),
-            "--binary",
-            &sc.binary,
-        ]);
+        cmd.args(["--events-per-step", &sc.events_per_step.to_string(), "--binary", &sc.binary]);
         if let Some(p) = a.pace_ms {
             cmd.args(["--pace-ms", &p.to_string()]);
         }
         for (k, v) in &a.adios_params {
             cmd.arg("--adios-param").arg(format!("{k}={v}"));
         }
-        children.push((
-            r,
-            cmd.spawn()
-                .with_context(|| format!("starting writer for rank {r}"))?,
-        ));
+        children.push((r, cmd.spawn().with_context(|| format!("starting writer for rank {r}"))?));
     }
     let mut failed = Vec::new();
     for (r, mut c) in children {
@@ -325,24 +321,5 @@ fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
     if !failed.is_empty() {
         bail!("writer process(es) for rank(s) {failed:?} failed");
     }
-    merge_truth(&a.out, &sc.binary, sc.ranks)
-}
-
-/// Concatenates per-rank truth fragments into `truth-<binary>.csv`.
-pub fn merge_truth(out: &Path, binary: &str, ranks: u64) -> anyhow::Result<()> {
-    let mut merged = String::from(TRUTH_HEADER);
-    merged.push('\n');
-    for r in 0..ranks {
-        let p = truth_path(out, binary, Some(r));
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        for line in text.lines().skip(1) {
-            merged.push_str(line);
-            merged.push('\n');
-        }
-        std::fs::remove_file(&p).ok();
-    }
-    let path = truth_path(out, binary, None);
-    std::fs::write(&path, merged).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

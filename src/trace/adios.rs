@@ -294,6 +294,7 @@ pub struct StreamReader {
     ctx: Context,
     path: String,
     in_step: bool,
+    engine_kind: Engine,
 }
 
 impl StreamReader {
@@ -325,6 +326,7 @@ impl StreamReader {
             ctx,
             path: path_s,
             in_step: false,
+            engine_kind: engine,
         })
     }
 
@@ -334,17 +336,27 @@ impl StreamReader {
     }
 
     /// Waits up to `timeout` for the next step.
+    ///
+    /// With SST the wait is unbounded instead: in ADIOS2 2.12 an SST
+    /// `BeginStep` whose timeout expires leaves a timer behind that crashes
+    /// the next `BeginStep` (segfault in EVPath's `remove_periodic`). SST
+    /// itself reports a writer that goes away as end of stream.
     pub fn begin_step(&mut self, timeout: Duration) -> Result<StepStatus> {
         if self.in_step {
             self.end_step()?;
         }
+        let timeout_secs = if self.engine_kind == Engine::SST {
+            -1.0
+        } else {
+            timeout.as_secs_f32()
+        };
         let mut status: sys::adios2_step_status = sys::adios2_step_status_other_error;
         // SAFETY: engine valid; status is a valid out pointer.
         let err = unsafe {
             sys::adios2_begin_step(
                 self.engine,
                 sys::adios2_step_mode_read,
-                timeout.as_secs_f32(),
+                timeout_secs,
                 &mut status,
             )
         };
