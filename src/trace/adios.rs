@@ -100,6 +100,10 @@ pub enum AdiosError {
 
 pub type Result<T> = std::result::Result<T, AdiosError>;
 
+/// Rows per ADIOS2 read of a 2-D array (64 Ki rows = 3 MiB for TAU's
+/// function rows).
+const READ_CHUNK_ROWS: usize = 1 << 16;
+
 /// Outcome of [`StreamReader::begin_step`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepStatus {
@@ -508,29 +512,38 @@ impl StreamReader {
             return Ok(true);
         }
         out.reserve(n);
-        let start = [0usize, 0];
-        let count = [n, W];
-        let op = format!("adios2_set_selection({name})");
-        // SAFETY: var valid; start/count arrays of length 2 match ndims.
-        check(&self.path, &op, unsafe {
-            sys::adios2_set_selection(var, 2, start.as_ptr(), count.as_ptr())
-        })?;
-        let op = format!("adios2_get({name})");
-        // SAFETY: `out` has capacity for n rows of W contiguous u64 ([u64; W]
-        // has no padding), exactly the selection; the sync get completes
-        // before return, and only then are the rows marked initialised.
-        unsafe {
-            check(
-                &self.path,
-                &op,
-                sys::adios2_get(
-                    self.engine,
-                    var,
-                    out.as_mut_ptr() as *mut c_void,
-                    sys::adios2_mode_sync,
-                ),
-            )?;
-            out.set_len(n);
+        // Read in chunks: the engine stages each read in a buffer of the
+        // read's size, so chunking bounds that extra copy to a few MiB
+        // instead of a second copy of the whole step.
+        let mut done = 0usize;
+        while done < n {
+            let rows = (n - done).min(READ_CHUNK_ROWS);
+            let start = [done, 0usize];
+            let count = [rows, W];
+            let op = format!("adios2_set_selection({name})");
+            // SAFETY: var valid; start/count arrays of length 2 match ndims.
+            check(&self.path, &op, unsafe {
+                sys::adios2_set_selection(var, 2, start.as_ptr(), count.as_ptr())
+            })?;
+            let op = format!("adios2_get({name})");
+            // SAFETY: `out` has capacity for n rows of W contiguous u64
+            // ([u64; W] has no padding); rows done..done+rows are exactly the
+            // selection; the sync get completes before return, and only then
+            // are the rows marked initialised.
+            unsafe {
+                check(
+                    &self.path,
+                    &op,
+                    sys::adios2_get(
+                        self.engine,
+                        var,
+                        out.as_mut_ptr().add(done) as *mut c_void,
+                        sys::adios2_mode_sync,
+                    ),
+                )?;
+                out.set_len(done + rows);
+            }
+            done += rows;
         }
         Ok(true)
     }
