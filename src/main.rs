@@ -97,6 +97,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<chimbuko_mpi::run::AlreadyReported>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("chimbuko-mpi: error: {e:#}");
             ExitCode::FAILURE

@@ -142,9 +142,9 @@ fn nested_calls_exact_times_parents_and_ids() {
         assert_eq!(x.depth, depth, "{i}");
         assert_eq!(x.n_children, kids, "{i}");
         assert_eq!((x.program, x.rank, x.thread), (2, RANK, 0), "{i}");
-        assert!(!x.is_gpu && x.comms().is_empty() && x.counters().is_empty());
+        assert!(!x.is_gpu && ev.comms_of(x).is_empty() && ev.counters_of(x).is_empty());
         assert_eq!(x.dropped_attachments(), 0);
-        assert!(x.correlation_ids().is_empty() && x.gpu_partner().is_none());
+        assert!(ev.correlation_ids_of(x).is_empty() && x.gpu_partner.is_none());
     };
     check(0, A, 100, 200, 100, 30, None, 0, 2);
     check(1, B, 110, 150, 40, 30, Some(id(0, 0)), 1, 1);
@@ -220,7 +220,7 @@ fn comms_and_counters_attach_with_tie_rules() {
     };
     use CommDirection::*;
     assert_eq!(
-        a.comms(),
+        ev.comms_of(a),
         vec![
             cm(Send, RANK, 1, 7, Some(64), 100),
             cm(Recv, 2, RANK, 8, None, 150),
@@ -228,21 +228,21 @@ fn comms_and_counters_attach_with_tie_rules() {
         ]
     );
     assert_eq!(
-        b.comms(),
+        ev.comms_of(b),
         vec![
             cm(Send, RANK, 5, 9, Some(32), 200),
             cm(Recv, 6, RANK, 10, Some(16), 300)
         ]
     );
-    assert_eq!(c.comms(), vec![cm(Send, RANK, 4, 13, Some(8), 500)]);
+    assert_eq!(ev.comms_of(c), vec![cm(Send, RANK, 4, 13, Some(8), 500)]);
     let k = |value, ts| CounterEvent {
         counter: G_PLAIN,
         value,
         ts,
     };
-    assert_eq!(a.counters(), vec![k(2, 100), k(5, 350), k(6, 400)]);
-    assert_eq!(b.counters(), vec![k(3, 200), k(4, 300)]);
-    assert_eq!(c.counters(), vec![k(7, 500)]);
+    assert_eq!(ev.counters_of(a), vec![k(2, 100), k(5, 350), k(6, 400)]);
+    assert_eq!(ev.counters_of(b), vec![k(3, 200), k(4, 300)]);
+    assert_eq!(ev.counters_of(c), vec![k(7, 500)]);
     assert_eq!((c.inclusive, c.exclusive), (0, 0));
     assert_eq!((ev.first_ts, ev.last_ts), (Some(50), Some(500)));
     let summary = ev.issues.summary("s", 0);
@@ -301,10 +301,10 @@ fn call_spanning_three_steps_keeps_children_accounting() {
     assert_eq!(a.exclusive, 300 - 50 - 40);
     assert_eq!(a.n_children, 2);
     // Attached in step 4 while A was the innermost open call.
-    assert_eq!(a.comms().len(), 1);
-    assert_eq!(a.comms()[0].ts, 255);
+    assert_eq!(e5.comms_of(a).len(), 1);
+    assert_eq!(e5.comms_of(a)[0].ts, 255);
     assert_eq!(
-        a.counters(),
+        e5.counters_of(a),
         vec![CounterEvent {
             counter: G_PLAIN,
             value: 9,
@@ -367,7 +367,7 @@ fn two_threads_grouped_and_interleaved() {
         assert_eq!(e[&d].parent, Some(c));
         assert_eq!((e[&a].inclusive, e[&a].exclusive), (100, 80));
         assert_eq!((e[&c].inclusive, e[&c].exclusive), (105, 85));
-        let tags = |x: &ExecId| e[x].comms().iter().map(|c| c.tag).collect::<Vec<_>>();
+        let tags = |x: &ExecId| ev.comms_of(e[x]).iter().map(|c| c.tag).collect::<Vec<_>>();
         assert_eq!(tags(&a), vec![4]);
         assert_eq!(tags(&b), vec![2]);
         assert_eq!(tags(&c), vec![1]);
@@ -463,6 +463,101 @@ fn exit_of_deeper_call_closes_the_calls_above_it() {
 }
 
 #[test]
+fn attachments_follow_implicit_closes_and_open_calls_across_steps() {
+    let mut s = stream();
+    let m = map();
+    let ev0 = s.process_step(
+        0,
+        &tau(
+            0,
+            vec![
+                f(0, ENTRY, D, 90),
+                f(0, ENTRY, A, 100),
+                f(0, ENTRY, B, 110),
+                f(0, ENTRY, C, 120),
+                f(0, EXIT, A, 150), // C and B lost their EXIT
+            ],
+            vec![comm(0, SEND, 1, 0, 8, 95), comm(0, RECV, 2, 0, 8, 115)],
+            vec![
+                ctr(0, PLAIN, 1, 105),
+                ctr(0, PLAIN, 2, 125),
+                ctr(0, CORR, 77, 126),
+            ],
+        ),
+        &m,
+    );
+    assert_eq!(ev0.issues.count(EventIssueKind::ClosedImplicitly), 2);
+    assert_eq!(ev0.issues.total(), 2);
+    let e = by_id(&ev0);
+    let (a, b, c) = (e[&id(0, 1)], e[&id(0, 2)], e[&id(0, 3)]);
+    let tags = |x: &Execution| ev0.comms_of(x).iter().map(|c| c.tag).collect::<Vec<_>>();
+    let values = |x: &Execution| {
+        ev0.counters_of(x)
+            .iter()
+            .map(|c| c.value)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!((tags(a), values(a)), (vec![], vec![1]));
+    assert_eq!((tags(b), values(b)), (vec![2], vec![]));
+    assert_eq!((tags(c), values(c)), (vec![], vec![2, 77]));
+    assert_eq!(ev0.correlation_ids_of(c), vec![77]);
+    assert!(ev0.correlation_ids_of(a).is_empty() && ev0.correlation_ids_of(b).is_empty());
+    // Every attached event landed in the arenas exactly once; D's comm is
+    // still pending with the open call.
+    assert_eq!(
+        (
+            ev0.comms.len(),
+            ev0.counters.len(),
+            ev0.correlation_ids.len()
+        ),
+        (1, 3, 1)
+    );
+    // The owned form carries copies of the attachments.
+    let owned = ev0.to_owned_execution(c);
+    assert_eq!(owned.exec, *c);
+    assert_eq!(owned.comms, ev0.comms_of(c));
+    assert_eq!(owned.counters, ev0.counters_of(c));
+    assert_eq!(owned.correlation_ids, vec![77]);
+    // Ranges read against the wrong arenas never panic.
+    let mut bad = *c;
+    bad.attach.counters.start = u32::MAX;
+    bad.attach.comms.len = u32::MAX;
+    assert!(ev0.counters_of(&bad).is_empty() && ev0.comms_of(&bad).is_empty());
+    assert!(StepEvents::default().counters_of(c).is_empty());
+
+    // D, open across the step boundary, keeps its step-0 comm.
+    s.recycle(ev0);
+    let ev1 = s.process_step(
+        1,
+        &tau(
+            1,
+            vec![f(0, EXIT, D, 200)],
+            vec![],
+            vec![ctr(0, PLAIN, 3, 160)],
+        ),
+        &m,
+    );
+    assert_no_issues(&ev1);
+    assert_eq!(ids(&ev1), vec![id(0, 0)]);
+    let d = &ev1.executions[0];
+    assert_eq!(
+        ev1.comms_of(d)
+            .iter()
+            .map(|c| (c.tag, c.ts))
+            .collect::<Vec<_>>(),
+        vec![(1, 95)]
+    );
+    assert_eq!(
+        ev1.counters_of(d)
+            .iter()
+            .map(|c| c.value)
+            .collect::<Vec<_>>(),
+        vec![3]
+    );
+    assert_eq!(s.open_calls(), 0);
+}
+
+#[test]
 fn exit_of_function_not_open_is_skipped() {
     let mut s = stream();
     let ev = s.process_step(
@@ -552,8 +647,8 @@ fn unknown_indices_are_counted_and_skipped() {
         (b.function, b.parent, b.inclusive),
         (g(B), Some(id(0, 0)), 10)
     );
-    assert!(b.comms().is_empty());
-    assert_eq!(b.counters().len(), 1);
+    assert!(ev.comms_of(b).is_empty());
+    assert_eq!(ev.counters_of(b).len(), 1);
     assert_eq!(ev.executions[1].n_children, 1);
 }
 
@@ -603,13 +698,13 @@ fn gpu_pairing_cpu_side_first() {
     let e = by_id(&ev);
     let (cpu, gpu) = (e[&id(0, 0)], e[&id(0, 1)]);
     assert!(!cpu.is_gpu && gpu.is_gpu);
-    assert_eq!(cpu.correlation_ids(), vec![42]);
-    assert_eq!(gpu.correlation_ids(), vec![42]);
-    assert_eq!(cpu.gpu_partner(), None); // completed before its partner
-    assert_eq!(gpu.gpu_partner(), Some(id(0, 0)));
+    assert_eq!(ev.correlation_ids_of(cpu), vec![42]);
+    assert_eq!(ev.correlation_ids_of(gpu), vec![42]);
+    assert_eq!(cpu.gpu_partner, None); // completed before its partner
+    assert_eq!(gpu.gpu_partner, Some(id(0, 0)));
     // The correlation counter is also an ordinary attached counter.
     assert_eq!(
-        cpu.counters(),
+        ev.counters_of(cpu),
         vec![CounterEvent {
             counter: G_CORR,
             value: 42,
@@ -648,8 +743,8 @@ fn gpu_pairing_gpu_side_first() {
     assert_eq!(ids(&ev), vec![id(0, 0), id(0, 1)]);
     assert_eq!(ev.gpu_pairs, vec![(id(0, 1), id(0, 0))]);
     let e = by_id(&ev);
-    assert_eq!(e[&id(0, 0)].gpu_partner(), None);
-    assert_eq!(e[&id(0, 1)].gpu_partner(), Some(id(0, 0)));
+    assert_eq!(e[&id(0, 0)].gpu_partner, None);
+    assert_eq!(e[&id(0, 1)].gpu_partner, Some(id(0, 0)));
 }
 
 #[test]
@@ -674,7 +769,7 @@ fn gpu_pairing_steps_apart() {
     let ev7 = s.process_step(7, &tau(7, kf, vec![], kc), &m);
     assert_no_issues(&ev7);
     assert_eq!(ev7.gpu_pairs, vec![(id(1, 0), id(7, 0))]);
-    assert_eq!(ev7.executions[0].gpu_partner(), Some(id(1, 0)));
+    assert_eq!(ev7.executions[0].gpu_partner, Some(id(1, 0)));
     assert!(ev7.executions[0].is_gpu);
     assert_eq!(s.pending_correlations(), 0);
     assert!(s.finish().is_empty());
@@ -747,8 +842,8 @@ fn monitoring_counters_go_to_node_state() {
             }
         ]
     );
-    assert_eq!(ev.executions[0].counters().len(), 1);
-    assert_eq!(ev.executions[0].counters()[0].value, 79);
+    assert_eq!(ev.counters_of(&ev.executions[0]).len(), 1);
+    assert_eq!(ev.counters_of(&ev.executions[0])[0].value, 79);
 }
 
 #[test]
@@ -777,11 +872,14 @@ fn attachments_are_capped_per_execution() {
     assert_no_issues(&ev);
     let a = &ev.executions[0];
     assert_eq!(
-        a.comms().iter().map(|c| c.tag).collect::<Vec<_>>(),
+        ev.comms_of(a).iter().map(|c| c.tag).collect::<Vec<_>>(),
         vec![0, 1]
     );
     assert_eq!(
-        a.counters().iter().map(|c| c.value).collect::<Vec<_>>(),
+        ev.counters_of(a)
+            .iter()
+            .map(|c| c.value)
+            .collect::<Vec<_>>(),
         vec![0, 1]
     );
     assert_eq!(a.dropped_attachments(), 4);

@@ -34,8 +34,8 @@ use crate::trace::tau::TauStep;
 
 use super::gpu::{self, CorrelationMatcher};
 use super::{
-    Attachments, CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues,
-    EventOptions, ExecId, Execution, GpuLocation, IndexMap, StepEvents, MAX_PLAUSIBLE_BYTES,
+    AttachRange, CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues,
+    EventOptions, ExecId, Execution, GpuLocation, IndexMap, Span, StepEvents, MAX_PLAUSIBLE_BYTES,
 };
 
 /// Threads below this id are found through a plain vector; others through a
@@ -51,10 +51,12 @@ const ET_RECV: u8 = 4;
 
 /// A call that has been entered and not yet exited.
 ///
-/// Attachment vectors start empty and so cost no allocation for the common
-/// call without messages or counters; on completion they move into the
-/// [`Execution`] without copying.
-#[derive(Debug)]
+/// Owns no memory: its attachments are the tail of the thread's pending
+/// stacks ([`ThreadState::comms`] etc.) from the offsets recorded at entry.
+/// Attachments only ever go to the innermost open call and calls close
+/// last-in first-out, so when a call closes its attachments are exactly
+/// `pending[start..]`; they are copied to the step's arenas and truncated.
+#[derive(Debug, Clone, Copy)]
 struct Frame {
     id: ExecId,
     function: u32,
@@ -63,9 +65,10 @@ struct Frame {
     children_inclusive: u64,
     n_children: u32,
     dropped: u32,
-    comms: Vec<CommEvent>,
-    counters: Vec<CounterEvent>,
-    correlation_ids: Vec<u64>,
+    /// Where this call's attachments start in the thread's pending stacks.
+    comms_start: usize,
+    counters_start: usize,
+    correlation_ids_start: usize,
 }
 
 /// Everything kept per thread of the stream.
@@ -73,6 +76,11 @@ struct Frame {
 struct ThreadState {
     thread: u64,
     stack: Vec<Frame>,
+    /// Attachments of the open calls, innermost call's last (see [`Frame`]);
+    /// reused across steps, so open calls cost no allocation either.
+    comms: Vec<CommEvent>,
+    counters: Vec<CounterEvent>,
+    correlation_ids: Vec<u64>,
     /// Set once GPU metadata names this thread.
     gpu: Option<GpuLocation>,
     /// This step's comm rows of the thread (indices into `tau.comms`) and
@@ -94,6 +102,9 @@ impl ThreadState {
         ThreadState {
             thread,
             stack: Vec::new(),
+            comms: Vec::new(),
+            counters: Vec::new(),
+            correlation_ids: Vec::new(),
             gpu: None,
             comm_rows: Vec::new(),
             comm_next: 0,
@@ -246,6 +257,9 @@ impl StreamEvents {
                 );
             }
             t.stack.clear();
+            t.comms.clear();
+            t.counters.clear();
+            t.correlation_ids.clear();
         }
         self.correlations.drain(&mut issues);
         issues
@@ -627,9 +641,9 @@ fn replay_run(
                 children_inclusive: 0,
                 n_children: 0,
                 dropped: 0,
-                comms: Vec::new(),
-                counters: Vec::new(),
-                correlation_ids: Vec::new(),
+                comms_start: th.comms.len(),
+                counters_start: th.counters.len(),
+                correlation_ids_start: th.correlation_ids.len(),
             });
             continue;
         }
@@ -716,6 +730,24 @@ fn close_deeper(
     close_top(th, ts, sink);
 }
 
+/// Moves `pending[start..]` to the end of `arena` and returns where it
+/// went there (an empty span when the tail is empty).
+#[inline]
+fn move_tail<T: Copy>(pending: &mut Vec<T>, start: usize, arena: &mut Vec<T>) -> Span {
+    if start >= pending.len() {
+        return Span::default();
+    }
+    let at = arena.len();
+    arena.extend_from_slice(&pending[start..]);
+    pending.truncate(start);
+    Span {
+        // Beyond u32 (not plausible within one step) the span reads as
+        // empty rather than aliasing other attachments.
+        start: u32::try_from(at).unwrap_or(u32::MAX),
+        len: u32::try_from(arena.len() - at).unwrap_or(0),
+    }
+}
+
 /// Pops the top call, completing it at `exit`.
 #[inline]
 fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
@@ -731,7 +763,18 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         }
         None => None,
     };
-    sink.out.executions.push(Execution {
+    let out = &mut *sink.out;
+    let attach = AttachRange {
+        comms: move_tail(&mut th.comms, f.comms_start, &mut out.comms),
+        counters: move_tail(&mut th.counters, f.counters_start, &mut out.counters),
+        correlation_ids: move_tail(
+            &mut th.correlation_ids,
+            f.correlation_ids_start,
+            &mut out.correlation_ids,
+        ),
+        dropped: f.dropped,
+    };
+    out.executions.push(Execution {
         id: f.id,
         program: sink.program,
         rank: sink.rank,
@@ -745,29 +788,14 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         depth: th.stack.len() as u32,
         n_children: f.n_children,
         is_gpu: th.gpu.is_some(),
-        extra: if f.comms.is_empty()
-            && f.counters.is_empty()
-            && f.correlation_ids.is_empty()
-            && f.dropped == 0
-        {
-            None
-        } else {
-            Some(Box::new(Attachments {
-                comms: f.comms,
-                counters: f.counters,
-                dropped: f.dropped,
-                correlation_ids: f.correlation_ids,
-                gpu_partner: None,
-            }))
-        },
+        gpu_partner: None,
+        attach,
     });
-    // Pushed first and matched in place: building the (large) record
-    // directly in the output vector avoids copying it.
-    let out = &mut *sink.out;
-    if let Some(exec) = out.executions.last_mut() {
-        if !exec.correlation_ids().is_empty() {
+    if !attach.correlation_ids.is_empty() {
+        if let Some(exec) = out.executions.last_mut() {
+            let ids = attach.correlation_ids.of(&out.correlation_ids);
             sink.correlations
-                .complete(exec, sink.step, &mut out.gpu_pairs, &mut out.issues);
+                .complete(exec, ids, sink.step, &mut out.gpu_pairs, &mut out.issues);
         }
     }
 }
@@ -804,7 +832,7 @@ fn attach_until(
                 });
             continue;
         };
-        if frame.comms.len() >= cap {
+        if th.comms.len() - frame.comms_start >= cap {
             frame.dropped = frame.dropped.saturating_add(1);
             continue;
         }
@@ -816,7 +844,7 @@ fn attach_until(
                 (CommDirection::Recv, partner, sink.rank)
             };
         let bytes = row[COMM_COL_BYTES];
-        frame.comms.push(CommEvent {
+        th.comms.push(CommEvent {
             direction,
             src,
             dst,
@@ -850,14 +878,14 @@ fn attach_until(
         let value = row[COUNTER_COL_VALUE];
         let is_corr =
             lookup(&map.counter_roles, local, CounterRole::Plain) == CounterRole::CorrelationId;
-        if is_corr && frame.correlation_ids.len() < cap {
-            frame.correlation_ids.push(value);
+        if is_corr && th.correlation_ids.len() - frame.correlation_ids_start < cap {
+            th.correlation_ids.push(value);
         }
-        if frame.counters.len() >= cap {
+        if th.counters.len() - frame.counters_start >= cap {
             frame.dropped = frame.dropped.saturating_add(1);
             continue;
         }
-        frame.counters.push(CounterEvent {
+        th.counters.push(CounterEvent {
             counter: global,
             value,
             ts,

@@ -79,36 +79,36 @@ impl CorrelationMatcher {
         self.pending.len()
     }
 
-    /// Matches or registers the correlation ids of a just-completed
-    /// execution. Pairs go to `pairs` as `(cpu, gpu)`; `exec.gpu_partner` is
-    /// set to the first partner found.
+    /// Matches or registers the correlation ids `ids` of a just-completed
+    /// execution (its attachments, passed apart because they live in the
+    /// step's arena). Pairs go to `pairs` as `(cpu, gpu)`;
+    /// `exec.gpu_partner` is set to the first partner found.
     pub(super) fn complete(
         &mut self,
         exec: &mut Execution,
+        ids: &[u64],
         step: u64,
         pairs: &mut Vec<(ExecId, ExecId)>,
         issues: &mut EventIssues,
     ) {
         let n = if exec.is_gpu {
-            if exec.correlation_ids().len() > 1 {
+            if ids.len() > 1 {
                 issues.record(
                     EventIssueKind::MultipleCorrelationIdsOnGpu,
                     Some(exec.thread),
                     || {
                         format!(
                             "execution {} has correlation ids {:?}; using the first",
-                            exec.id,
-                            exec.correlation_ids()
+                            exec.id, ids
                         )
                     },
                 );
             }
-            exec.correlation_ids().len().min(1)
+            ids.len().min(1)
         } else {
-            exec.correlation_ids().len()
+            ids.len()
         };
-        for k in 0..n {
-            let cid = exec.correlation_ids()[k];
+        for &cid in &ids[..n] {
             let me = Pending {
                 id: exec.id,
                 is_gpu: exec.is_gpu,
@@ -123,7 +123,7 @@ impl CorrelationMatcher {
                         (exec.id, other.id)
                     };
                     pairs.push(pair);
-                    exec.extra_mut().gpu_partner.get_or_insert(other.id);
+                    exec.gpu_partner.get_or_insert(other.id);
                 }
                 Some(other) => {
                     issues.record(
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(gpu_metadata_key(""), None);
     }
 
-    fn exec(idx: u64, step: u64, is_gpu: bool, ids: Vec<u64>) -> Execution {
+    fn exec(idx: u64, step: u64, is_gpu: bool) -> Execution {
         Execution {
             id: ExecId { rank: 0, step, idx },
             program: 0,
@@ -251,10 +251,8 @@ mod tests {
             depth: 0,
             n_children: 0,
             is_gpu,
-            extra: Some(Box::new(crate::events::Attachments {
-                correlation_ids: ids,
-                ..Default::default()
-            })),
+            gpu_partner: None,
+            attach: Default::default(),
         }
     }
 
@@ -268,7 +266,7 @@ mod tests {
         let mut m = CorrelationMatcher::default();
         let (mut pairs, mut issues) = (vec![], EventIssues::default());
         for s in 0..5u64 {
-            m.complete(&mut exec(0, s, false, vec![s]), s, &mut pairs, &mut issues);
+            m.complete(&mut exec(0, s, false), &[s], s, &mut pairs, &mut issues);
         }
         assert_eq!(m.len(), 5);
         m.expire(5, &opts, &mut issues); // over the bound: keeps the newest steps
@@ -287,18 +285,18 @@ mod tests {
     fn duplicate_on_same_side_keeps_newer() {
         let mut m = CorrelationMatcher::default();
         let (mut pairs, mut issues) = (vec![], EventIssues::default());
-        m.complete(&mut exec(0, 0, false, vec![9]), 0, &mut pairs, &mut issues);
-        m.complete(&mut exec(1, 0, false, vec![9]), 0, &mut pairs, &mut issues);
+        m.complete(&mut exec(0, 0, false), &[9], 0, &mut pairs, &mut issues);
+        m.complete(&mut exec(1, 0, false), &[9], 0, &mut pairs, &mut issues);
         assert_eq!(issues.count(EventIssueKind::DuplicateCorrelationId), 1);
-        let mut g = exec(2, 1, true, vec![9]);
-        m.complete(&mut g, 1, &mut pairs, &mut issues);
+        let mut g = exec(2, 1, true);
+        m.complete(&mut g, &[9], 1, &mut pairs, &mut issues);
         let cpu = ExecId {
             rank: 0,
             step: 0,
             idx: 1,
         };
         assert_eq!(pairs, vec![(cpu, g.id)]);
-        assert_eq!(g.gpu_partner(), Some(cpu));
+        assert_eq!(g.gpu_partner, Some(cpu));
         assert_eq!(m.len(), 0);
     }
 }

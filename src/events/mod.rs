@@ -27,6 +27,17 @@
 //! (local TAU indices → the globally agreed ones) and calls
 //! [`StreamEvents::process_step`] once per step.
 //!
+//! Attachments are not owned by the executions: each [`StepEvents`] keeps
+//! arenas ([`StepEvents::comms`], [`StepEvents::counters`],
+//! [`StepEvents::correlation_ids`]) and an [`Execution`] holds only ranges
+//! into them ([`AttachRange`]). Executions are therefore plain `Copy` data:
+//! a step of ~200k executions costs no allocation per execution once the
+//! buffers have grown, and clearing a step drops nothing element by element.
+//! Open calls do not allocate either: each thread keeps stacks of pending
+//! attachments, and a call's attachments are the tail of those stacks from
+//! where it was entered (attachments always go to the innermost open call
+//! and calls close last-in first-out), moved to the arenas when it closes.
+//!
 //! Layout: this file holds the data types; `callstack` the per-thread replay;
 //! `gpu` the GPU-thread metadata and correlation-ID pairing.
 
@@ -101,7 +112,7 @@ pub const MAX_PLAUSIBLE_BYTES: u64 = 1 << 40;
 ///
 /// `src`/`dst` follow Chimbuko's convention: for a SEND `src` is this rank
 /// and `dst` the partner; for a RECV `src` is the partner and `dst` this rank.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CommEvent {
     pub direction: CommDirection,
     pub src: u64,
@@ -115,7 +126,7 @@ pub struct CommEvent {
 
 /// One counter sample attached to an execution (or, for monitoring
 /// counters, to the node state of the step).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CounterEvent {
     /// Global counter index.
     pub counter: u32,
@@ -133,7 +144,15 @@ pub struct GpuLocation {
 }
 
 /// One completed function call.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+///
+/// Plain data (`Copy`, no heap-owning fields): a step holds hundreds of
+/// thousands of these, and per-execution allocations dominated the replay.
+/// The messages, counters and correlation ids attached to a call live in the
+/// arenas of the [`StepEvents`] that produced it; [`Execution::attach`]
+/// holds only ranges into them. Read them with [`StepEvents::comms_of`],
+/// [`StepEvents::counters_of`] and [`StepEvents::correlation_ids_of`], or
+/// take an [`OwnedExecution`] when the record must outlive its step.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Execution {
     pub id: ExecId,
     pub program: u32,
@@ -155,53 +174,72 @@ pub struct Execution {
     pub n_children: u32,
     /// Ran on a GPU virtual thread.
     pub is_gpu: bool,
-    /// Messages, counters and GPU pairing; `None` for the (common) call
-    /// that has none, which keeps the record small (see [`Attachments`]).
-    pub extra: Option<Box<Attachments>>,
-}
-
-/// What happened inside an execution besides its own timing. Boxed and
-/// optional: most executions have none, and a step holds hundreds of
-/// thousands of executions, so the common record stays small.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Attachments {
-    pub comms: Vec<CommEvent>,
-    pub counters: Vec<CounterEvent>,
-    /// Comm/counter events not kept because of [`EventOptions::max_attached`].
-    pub dropped: u32,
-    /// Values of the `Correlation ID` counter attached to this execution.
-    pub correlation_ids: Vec<u64>,
     /// The other side of a CPU-launch/GPU-kernel pair, when that side had
     /// completed before this one (otherwise the pair shows up later in
     /// [`StepEvents::gpu_pairs`] only).
     pub gpu_partner: Option<ExecId>,
+    /// Where this call's attachments sit in its step's arenas.
+    pub attach: AttachRange,
+}
+
+/// A `start..start + len` range into one of the arenas of a [`StepEvents`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+impl Span {
+    /// The slice of `arena` this span names; empty when out of range (a
+    /// span read against the wrong step's arenas never panics).
+    #[inline]
+    pub fn of<'a, T>(&self, arena: &'a [T]) -> &'a [T] {
+        let start = self.start as usize;
+        start
+            .checked_add(self.len as usize)
+            .and_then(|end| arena.get(start..end))
+            .unwrap_or(&[])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// What happened inside an execution besides its own timing, as ranges into
+/// the [`StepEvents`] arenas (all empty for the common call with none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AttachRange {
+    /// Messages sent or received while this was the innermost open call
+    /// (in [`StepEvents::comms`]).
+    pub comms: Span,
+    /// Counter samples taken while this was the innermost open call (in
+    /// [`StepEvents::counters`]).
+    pub counters: Span,
+    /// Values of the `Correlation ID` counter attached to this execution
+    /// (in [`StepEvents::correlation_ids`]).
+    pub correlation_ids: Span,
+    /// Comm/counter events not kept because of [`EventOptions::max_attached`].
+    pub dropped: u32,
 }
 
 impl Execution {
-    /// Messages sent or received while this was the innermost open call.
-    pub fn comms(&self) -> &[CommEvent] {
-        self.extra.as_deref().map_or(&[], |x| &x.comms)
-    }
-    /// Counter samples taken while this was the innermost open call.
-    pub fn counters(&self) -> &[CounterEvent] {
-        self.extra.as_deref().map_or(&[], |x| &x.counters)
-    }
     /// Comm/counter events not kept because of [`EventOptions::max_attached`].
     pub fn dropped_attachments(&self) -> u32 {
-        self.extra.as_deref().map_or(0, |x| x.dropped)
+        self.attach.dropped
     }
-    /// Values of the `Correlation ID` counter attached to this execution.
-    pub fn correlation_ids(&self) -> &[u64] {
-        self.extra.as_deref().map_or(&[], |x| &x.correlation_ids)
-    }
-    /// The GPU/CPU partner, when known at completion.
-    pub fn gpu_partner(&self) -> Option<ExecId> {
-        self.extra.as_deref().and_then(|x| x.gpu_partner)
-    }
-    /// The attachments, created on first use.
-    pub fn extra_mut(&mut self) -> &mut Attachments {
-        self.extra.get_or_insert_with(Box::default)
-    }
+}
+
+/// An execution together with copies of its attachments, for the few
+/// records that must outlive their step (whose arenas are reused); see
+/// [`StepEvents::to_owned_execution`]. `exec.attach` still names ranges in
+/// the original step and should not be used with other arenas.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OwnedExecution {
+    pub exec: Execution,
+    pub comms: Vec<CommEvent>,
+    pub counters: Vec<CounterEvent>,
+    pub correlation_ids: Vec<u64>,
 }
 
 /// How a counter's samples are used.
@@ -309,11 +347,28 @@ impl Default for EventOptions {
 }
 
 /// What one call to [`StreamEvents::process_step`] produced.
+///
+/// Attachments (messages, counters, correlation ids) are stored in per-step
+/// arenas rather than per execution: completing a call copies its
+/// attachments to the end of the arenas and records the ranges in
+/// [`Execution::attach`]. So building a step allocates nothing per
+/// execution once the buffers have grown (see [`StreamEvents::recycle`]),
+/// and [`StepEvents::clear`] is O(1) per field: executions are plain data
+/// with nothing to drop.
 #[derive(Debug, Clone, Default)]
 pub struct StepEvents {
     /// Executions completed this step, in the order their EXIT rows were
     /// processed (threads in the order their rows appear in the step).
     pub executions: Vec<Execution>,
+    /// Arena of the messages attached to this step's executions (read
+    /// through [`StepEvents::comms_of`]).
+    pub comms: Vec<CommEvent>,
+    /// Arena of the counter samples attached to this step's executions
+    /// (read through [`StepEvents::counters_of`]).
+    pub counters: Vec<CounterEvent>,
+    /// Arena of the correlation ids attached to this step's executions
+    /// (read through [`StepEvents::correlation_ids_of`]).
+    pub correlation_ids: Vec<u64>,
     /// `(cpu launch, gpu kernel)` pairs matched this step; either side may
     /// have completed in an earlier step.
     pub gpu_pairs: Vec<(ExecId, ExecId)>,
@@ -326,14 +381,45 @@ pub struct StepEvents {
 }
 
 impl StepEvents {
-    /// Empties the buffers, keeping their capacity.
+    /// Empties the buffers, keeping their capacity. O(1) per field: none of
+    /// the element types owns heap memory.
     pub fn clear(&mut self) {
         self.executions.clear();
+        self.comms.clear();
+        self.counters.clear();
+        self.correlation_ids.clear();
         self.gpu_pairs.clear();
         self.node_state.clear();
         self.issues = EventIssues::default();
         self.first_ts = None;
         self.last_ts = None;
+    }
+
+    /// Messages sent or received while `e` was the innermost open call
+    /// (`e` must come from this step; otherwise the result is meaningless,
+    /// possibly empty, but this never panics).
+    pub fn comms_of(&self, e: &Execution) -> &[CommEvent] {
+        e.attach.comms.of(&self.comms)
+    }
+
+    /// Counter samples taken while `e` was the innermost open call.
+    pub fn counters_of(&self, e: &Execution) -> &[CounterEvent] {
+        e.attach.counters.of(&self.counters)
+    }
+
+    /// Values of the `Correlation ID` counter attached to `e`.
+    pub fn correlation_ids_of(&self, e: &Execution) -> &[u64] {
+        e.attach.correlation_ids.of(&self.correlation_ids)
+    }
+
+    /// `e` with copies of its attachments, for keeping beyond this step.
+    pub fn to_owned_execution(&self, e: &Execution) -> OwnedExecution {
+        OwnedExecution {
+            exec: *e,
+            comms: self.comms_of(e).to_vec(),
+            counters: self.counters_of(e).to_vec(),
+            correlation_ids: self.correlation_ids_of(e).to_vec(),
+        }
     }
 }
 

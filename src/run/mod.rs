@@ -143,10 +143,27 @@ pub fn run_cli(args: RunArgs) -> anyhow::Result<()> {
     let coll = Collectives::init()?;
     let result = run(&coll, &args);
     if let Err(e) = &result {
-        eprintln!("chimbuko-mpi: AD rank {}: error: {e:#}", coll.rank());
+        // One write per rank, so that mpirun does not interleave the lines of
+        // different ranks' messages.
+        let msg = format!("chimbuko-mpi: AD rank {}: error: {e:#}\n", coll.rank());
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
+        return Err(anyhow::Error::new(AlreadyReported));
     }
     result
 }
+
+/// An error whose message has already been printed (by the rank it
+/// concerns); `main` only sets the exit status.
+#[derive(Debug)]
+pub struct AlreadyReported;
+
+impl std::fmt::Display for AlreadyReported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("error already reported")
+    }
+}
+
+impl std::error::Error for AlreadyReported {}
 
 /// The analysis, on an initialized communicator.
 pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
@@ -357,7 +374,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         for e in streams.iter().flat_map(|s| s.out.executions.iter()) {
             let verdict = judge(e);
             if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
-                pending.push((step, e.clone()));
+                pending.push((step, *e));
                 continue;
             }
             step_labelled += 1;
@@ -365,7 +382,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 step_anomalies += 1;
                 // Kept until the end, to be re-judged against the final model.
                 if args.final_relabel && stored.len() < args.max_stored_anomalies {
-                    stored.push((step, step, verdict, e.clone()));
+                    stored.push((step, step, verdict, *e));
                     continue;
                 }
             }

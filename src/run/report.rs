@@ -267,7 +267,8 @@ impl TruthSet {
     fn read_keys(&self) -> anyhow::Result<HashSet<TruthKey>> {
         let mut keys = HashSet::new();
         for (p, program) in &self.files {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading truth {}", p.display()))?;
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading truth {}", p.display()))?;
             let mut lines = text.lines();
             let header = split_csv(lines.next().unwrap_or(""));
             let col = |names: &[&str]| -> anyhow::Result<usize> {
@@ -276,8 +277,15 @@ impl TruthSet {
                     .position(|h| names.contains(&h.trim()))
                     .with_context(|| format!("{}: no column {names:?}", p.display()))
             };
-            let (c_rank, c_thread, c_func) = (col(&["rank"])?, col(&["thread", "tid"])?, col(&["function", "func"])?);
-            let (c_entry, c_exit) = (col(&["entry_us", "entry_ts"])?, col(&["exit_us", "exit_ts"])?);
+            let (c_rank, c_thread, c_func) = (
+                col(&["rank"])?,
+                col(&["thread", "tid"])?,
+                col(&["function", "func"])?,
+            );
+            let (c_entry, c_exit) = (
+                col(&["entry_us", "entry_ts"])?,
+                col(&["exit_us", "exit_ts"])?,
+            );
             for (no, line) in lines.enumerate() {
                 if line.trim().is_empty() {
                     continue;
@@ -286,7 +294,9 @@ impl TruthSet {
                 let num = |c: usize| -> anyhow::Result<u64> {
                     f.get(c)
                         .and_then(|v| v.trim().parse().ok())
-                        .with_context(|| format!("{}:{}: bad number in column {c}", p.display(), no + 2))
+                        .with_context(|| {
+                            format!("{}:{}: bad number in column {c}", p.display(), no + 2)
+                        })
                 };
                 keys.insert((
                     *program,
@@ -333,8 +343,16 @@ impl TruthSet {
             true_positives: tp,
             false_positives: fp,
             false_negatives: injected.saturating_sub(tp),
-            precision: if tp + fp > 0 { tp as f64 / (tp + fp) as f64 } else { 0.0 },
-            recall: if injected > 0 { tp as f64 / injected as f64 } else { 0.0 },
+            precision: if tp + fp > 0 {
+                tp as f64 / (tp + fp) as f64
+            } else {
+                0.0
+            },
+            recall: if injected > 0 {
+                tp as f64 / injected as f64
+            } else {
+                0.0
+            },
         })
     }
 }

@@ -301,16 +301,30 @@ fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
         cmd.arg("--out").arg(&a.out);
         cmd.args(["--engine", a.engine.adios_name(), "--prefix", &a.prefix]);
         cmd.args(["--only-rank", &r.to_string(), "--no-truth"]);
-        cmd.args(["--seed", &sc.seed.to_string(), "--ranks", &sc.ranks.to_string()]);
+        cmd.args([
+            "--seed",
+            &sc.seed.to_string(),
+            "--ranks",
+            &sc.ranks.to_string(),
+        ]);
         cmd.args(["--steps", &sc.steps.to_string()]);
-        cmd.args(["--events-per-step", &sc.events_per_step.to_string(), "--binary", &sc.binary]);
+        cmd.args([
+            "--events-per-step",
+            &sc.events_per_step.to_string(),
+            "--binary",
+            &sc.binary,
+        ]);
         if let Some(p) = a.pace_ms {
             cmd.args(["--pace-ms", &p.to_string()]);
         }
         for (k, v) in &a.adios_params {
             cmd.arg("--adios-param").arg(format!("{k}={v}"));
         }
-        children.push((r, cmd.spawn().with_context(|| format!("starting writer for rank {r}"))?));
+        children.push((
+            r,
+            cmd.spawn()
+                .with_context(|| format!("starting writer for rank {r}"))?,
+        ));
     }
     let mut failed = Vec::new();
     for (r, mut c) in children {
