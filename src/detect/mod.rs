@@ -70,10 +70,39 @@ pub trait Detector: Send {
     fn label(&self, function: u32, value: u64) -> Verdict;
     /// The model parameters of `function`, for provenance and reports.
     fn model_json(&self, function: u32) -> serde_json::Value;
+    /// The parameters `label` uses for `function` right now, in a fixed
+    /// structured form (the provenance file stores one per function and
+    /// step in which that function had an anomaly).
+    fn model_snapshot(&self, function: u32) -> ModelSnapshot;
     /// Number of executions the global model holds for `function`.
     fn count(&self, function: u32) -> u64;
     /// A digest of the whole global model (equal on every rank, or a bug).
     fn digest(&self) -> u64;
+}
+
+/// The parameters a detector labels one function with, in one shape for
+/// every detector (fields a detector does not use stay at their defaults).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelSnapshot {
+    /// Executions in the global model.
+    pub count: u64,
+    /// Runtime statistics of the global model (µs), Chimbuko's RunStats
+    /// fields: mean, stddev (ddof 1), skewness (g1), excess kurtosis.
+    pub mean: f64,
+    pub stddev: f64,
+    pub skewness: f64,
+    pub kurtosis: f64,
+    /// Smallest and largest runtime in the model (0 when empty).
+    pub minimum: u64,
+    pub maximum: u64,
+    /// The detector's threshold: SSTD σ; HBOS/COPOD the internal global
+    /// score threshold; other detectors document theirs.
+    pub threshold: f64,
+    /// Labelling histogram (histogram detectors; empty otherwise): bin `b`
+    /// covers `(first_edge + b·bin_width, first_edge + (b+1)·bin_width]`.
+    pub hist_first_edge: f64,
+    pub hist_bin_width: f64,
+    pub hist_counts: Vec<u64>,
 }
 
 /// FNV-1a over words: a cheap, stable digest for cross-rank model checks.

@@ -5,7 +5,7 @@
 //! stddev are bit-identical on every rank for any number of ranks.
 
 use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
-use super::{fnv1a, Detector, Label, Verdict, Wire};
+use super::{fnv1a, Detector, Label, ModelSnapshot, Verdict, Wire};
 
 /// SSTD parameters.
 #[derive(Debug, Clone)]
@@ -205,6 +205,21 @@ impl Detector for Sstd {
             "sum_cubes": m.s3.to_decimal(),
             "sum_fourth_powers": m.s4.to_decimal(),
         })
+    }
+
+    fn model_snapshot(&self, function: u32) -> ModelSnapshot {
+        let m = self.moments(function);
+        ModelSnapshot {
+            count: m.n,
+            mean: m.mean(),
+            stddev: m.stddev(1),
+            skewness: m.skewness(),
+            kurtosis: m.kurtosis(),
+            minimum: if m.n > 0 { m.min } else { 0 },
+            maximum: if m.n > 0 { m.max } else { 0 },
+            threshold: self.sigma(function),
+            ..Default::default()
+        }
     }
 
     fn count(&self, function: u32) -> u64 {
