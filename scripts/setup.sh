@@ -70,7 +70,7 @@ install_venv() {
     echo "[setup] creating Python venv at $VENV"
     "$py" -m venv "$VENV"
   fi
-  if "$VENV/bin/python" -c "import adios2, h5py, numpy, pytest" 2>/dev/null; then
+  if "$VENV/bin/python" -c "import adios2, h5py, numpy, pytest, pandas, jsonschema" 2>/dev/null; then
     echo "[setup] Python venv: adios2 $("$VENV/bin/python" -c 'import adios2; print(adios2.__version__)'), h5py, numpy, pytest present"
     return
   fi

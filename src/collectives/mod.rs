@@ -101,6 +101,36 @@ impl Collectives {
         self.allreduce(v, SystemOperation::max())
     }
 
+    /// Bitwise OR over ranks (sets of flags packed 64 to a word).
+    pub fn allreduce_or(&self, v: &[u64]) -> Vec<u64> {
+        self.allreduce(v, SystemOperation::bitwise_or())
+    }
+
+    /// Where this rank's rows go when every rank appends `counts[t]` rows to
+    /// table `t`: returns `(offsets, totals)` with `offsets[t]` = the sum of
+    /// `counts[t]` over lower ranks (exclusive scan) and `totals[t]` the sum
+    /// over all ranks. Rows therefore land in rank order, without gaps.
+    pub fn append_offsets(&self, counts: &[u64]) -> (Vec<u64>, Vec<u64>) {
+        if counts.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let mut offsets = vec![0u64; counts.len()];
+        self.world
+            .exclusive_scan_into(counts, &mut offsets[..], SystemOperation::sum());
+        // MPI leaves rank 0's exclusive-scan result undefined.
+        if self.rank() == 0 {
+            offsets.iter_mut().for_each(|o| *o = 0);
+        }
+        (offsets, self.allreduce_sum(counts))
+    }
+
+    /// The raw communicator, for libraries that do their own MPI-IO on the
+    /// AD ranks (parallel HDF5). Only `output` uses it, and only to open
+    /// files; every message still goes through this module.
+    pub fn raw_comm(&self) -> mpi::ffi::MPI_Comm {
+        self.world.as_raw()
+    }
+
     /// Reduces a detector's partial model over all ranks (exact integer ops).
     pub fn reduce_wire(&self, w: &Wire) -> Wire {
         Wire {

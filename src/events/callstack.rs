@@ -215,6 +215,22 @@ impl StreamEvents {
             .collect()
     }
 
+    /// The open calls of one thread, outermost first (each one's parent is
+    /// the call before it).
+    pub fn open_calls_of(&self, thread: u64) -> impl Iterator<Item = OpenCall> + '_ {
+        let stack = match self.find_slot(thread) {
+            Some(slot) => &self.threads[slot].stack[..],
+            None => &[],
+        };
+        stack.iter().enumerate().map(move |(d, f)| OpenCall {
+            id: f.id,
+            thread,
+            function: f.function,
+            entry: f.entry,
+            depth: d as u32,
+        })
+    }
+
     /// Correlation ids waiting for their partner.
     pub fn pending_correlations(&self) -> usize {
         self.correlations.len()

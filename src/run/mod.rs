@@ -18,8 +18,13 @@ use anyhow::{bail, Context};
 
 use crate::collectives::Collectives;
 use crate::detect::sstd::{Sstd, SstdParams};
+use crate::detect::Verdict;
 use crate::detect::{Detector, Label};
 use crate::events::{EventIssues, EventOptions, Execution, IndexMap, StepEvents, StreamEvents};
+use crate::output::collect::{ProvenanceOptions, StepContext, StreamProvenance};
+use crate::output::hdf5file::AttrValue;
+use crate::output::records::{PerfRow, StepRow};
+use crate::output::ProvenanceWriter;
 use crate::trace::adios::{Engine, ReadOptions};
 use crate::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader};
 use config::{FunctionRules, StreamSpec};
@@ -114,6 +119,30 @@ pub struct RunArgs {
     /// Less output (no per-step progress, no reader warnings).
     #[arg(long)]
     pub quiet: bool,
+    /// Provenance file (HDF5) written collectively by all AD ranks. Default:
+    /// `chimbuko-<binary>-<start time>.h5` in the working directory.
+    #[arg(long = "out")]
+    pub out: Option<PathBuf>,
+    /// Do not write a provenance file (analysis and reports only).
+    #[arg(long, conflicts_with = "out")]
+    pub no_provenance: bool,
+    /// Replace an existing provenance file.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Append buffered provenance to the file every this many steps (and at
+    /// the end); a run killed in between keeps every flushed step.
+    #[arg(long, default_value_t = 10)]
+    pub flush_steps: u64,
+    /// Executions on each side of a recorded execution in its window.
+    #[arg(long, default_value_t = 5)]
+    pub window: usize,
+    /// Normal executions recorded per function with anomalies, per
+    /// application rank and step (0: none).
+    #[arg(long, default_value_t = 1)]
+    pub normal_samples: usize,
+    /// Anomalies shorter than this exclusive runtime (µs) are not recorded.
+    #[arg(long, default_value_t = 0)]
+    pub min_anomaly_us: u64,
 }
 
 /// One stream owned by this rank.
@@ -124,6 +153,10 @@ struct OwnedStream {
     map: IndexMap,
     /// This step's executions (buffers reused from step to step).
     out: StepEvents,
+    /// The verdict of each of `out.executions`.
+    verdicts: Vec<Verdict>,
+    /// Provenance state carried from step to step.
+    prov: StreamProvenance,
     done: bool,
     idle: Duration,
 }
@@ -169,6 +202,7 @@ impl std::error::Error for AlreadyReported {}
 pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let (rank, size) = (coll.rank(), coll.size());
     let start = Instant::now();
+    let started_at = coll.allreduce_max(&[unix_seconds()])[0];
     // Configuration errors are the same on every rank: fail before any step.
     let all_specs = config::expand_inputs(args)?;
     let rules = FunctionRules::load(args)?;
@@ -196,10 +230,12 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 spec.path.display().to_string(),
                 EventOptions::default(),
             ),
+            prov: StreamProvenance::new(spec.program, spec.app_rank),
             spec,
             reader: None,
             map: IndexMap::default(),
             out: StepEvents::default(),
+            verdicts: Vec::new(),
             done: false,
             idle: Duration::ZERO,
         })
@@ -220,6 +256,30 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             Some(dir) => Some(LabelWriter::create(dir, rank)?),
             None => None,
         },
+    };
+    // The provenance file (collective: every rank opens it or all fail).
+    let prov_path = provenance_path(coll, args, &all_specs, started_at);
+    let mut prov = match &prov_path {
+        Some(p) => Some(ProvenanceWriter::create(
+            p,
+            coll,
+            args.overwrite,
+            args.max_stored_anomalies,
+            args.use_inclusive,
+        )?),
+        None => None,
+    };
+    let run_attrs = RunAttributes::new(coll, args, &all_specs, started_at);
+    if let Some(w) = &prov {
+        w.set_attrs(&run_attrs.at_start())?;
+        if rank == 0 && !args.quiet {
+            eprintln!("run: provenance file {}", w.path().display());
+        }
+    }
+    let prov_opts = ProvenanceOptions {
+        window: args.window,
+        normal_samples: args.normal_samples,
+        min_anomaly_us: args.min_anomaly_us,
     };
     let mut stored: Vec<(u64, u64, crate::detect::Verdict, Execution)> = Vec::new();
     let mut timings = Timings::default();
@@ -242,6 +302,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         }
     }
 
+    // Inside the loop nothing returns early before the status exchange:
+    // every rank must take part in every collective of the step, so errors
+    // go to `failure` and stop all ranks together at the end of the step.
     let mut step = 0u64;
     loop {
         if args.max_steps.is_some_and(|m| step >= m) {
@@ -295,6 +358,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         for (i, st) in &tau_steps {
             let s = &mut streams[*i];
             names.update_map(s.spec.program, &st.new_attributes, &mut s.map);
+            if let Some(w) = prov.as_mut() {
+                s.prov.observe_metadata(&st.new_attributes, &mut w.metadata);
+            }
         }
         timings.add(Phase::Agree, t.elapsed());
 
@@ -303,6 +369,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         for s in &mut streams {
             s.out.clear();
         }
+        let mut active: Vec<usize> = Vec::with_capacity(tau_steps.len());
         for (i, st) in tau_steps {
             let s = &mut streams[i];
             s.events.process_step_into(step, &st, &s.map, &mut s.out);
@@ -313,10 +380,11 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             if let Some(r) = s.reader.as_mut() {
                 r.recycle(st);
             }
+            active.push(i);
         }
         timings.add(Phase::Build, t.elapsed());
 
-        // 4 summarize: this step's partial model
+        // 4 summarize: this step's partial model (and the run's profiles)
         let t = Instant::now();
         let use_inclusive = args.use_inclusive;
         let value = |e: &Execution| {
@@ -330,6 +398,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             if !is_ignored(&ignored, e.function) {
                 detector.observe(e.function, value(e));
             }
+        }
+        if let Some(w) = prov.as_mut() {
+            profile_step(&mut w.stats, &streams);
         }
         let partial = detector.take_partial();
         timings.add(Phase::Summarize, t.elapsed());
@@ -347,7 +418,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let held = std::mem::take(&mut pending);
         let judge = |e: &Execution| {
             if is_ignored(&ignored, e.function) {
-                crate::detect::Verdict {
+                Verdict {
                     label: Label::Normal,
                     score: 0.0,
                 }
@@ -355,6 +426,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 detector.label(e.function, value(e))
             }
         };
+        let mut late_records: Vec<(u64, Verdict, Execution)> = Vec::new();
         for (done_step, e) in held {
             let verdict = judge(&e);
             if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
@@ -364,31 +436,94 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             step_labelled += 1;
             if verdict.label == Label::Anomaly {
                 step_anomalies += 1;
+                late_records.push((done_step, verdict, e));
                 if args.final_relabel && stored.len() < args.max_stored_anomalies {
                     stored.push((done_step, step, verdict, e));
                     continue;
                 }
             }
-            sink.emit(&e, done_step, step, verdict.label, verdict, &names)?;
-        }
-        for e in streams.iter().flat_map(|s| s.out.executions.iter()) {
-            let verdict = judge(e);
-            if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
-                pending.push((step, *e));
-                continue;
+            if let Err(e) = sink.emit(&e, done_step, step, verdict.label, verdict, &names) {
+                failure.get_or_insert(format!("{e:#}"));
             }
-            step_labelled += 1;
-            if verdict.label == Label::Anomaly {
-                step_anomalies += 1;
-                // Kept until the end, to be re-judged against the final model.
-                if args.final_relabel && stored.len() < args.max_stored_anomalies {
-                    stored.push((step, step, verdict, *e));
+        }
+        for &i in &active {
+            let s = &mut streams[i];
+            s.verdicts.clear();
+            s.verdicts.extend(s.out.executions.iter().map(judge));
+            for (e, verdict) in s.out.executions.iter().zip(&mut s.verdicts) {
+                if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
+                    pending.push((step, *e));
                     continue;
                 }
+                step_labelled += 1;
+                if verdict.label == Label::Anomaly {
+                    step_anomalies += 1;
+                    // Kept until the end, to be re-judged against the final model.
+                    if args.final_relabel && stored.len() < args.max_stored_anomalies {
+                        stored.push((step, step, *verdict, *e));
+                        continue;
+                    }
+                }
+                if let Err(e) = sink.emit(e, step, step, verdict.label, *verdict, &names) {
+                    failure.get_or_insert(format!("{e:#}"));
+                }
             }
-            sink.emit(e, step, step, verdict.label, verdict, &names)?;
         }
         timings.add(Phase::Label, t.elapsed());
+
+        // 7 collect provenance records; model snapshots (collective)
+        let t = Instant::now();
+        if let Some(w) = prov.as_mut() {
+            for &i in &active {
+                let s = &mut streams[i];
+                let ctx = StepContext {
+                    step,
+                    events: &s.out,
+                    verdicts: &s.verdicts,
+                    stream: &s.events,
+                    names: &names,
+                    opts: &prov_opts,
+                };
+                let (anomalies, normals) = w.collections_mut();
+                let n = s.prov.collect_step(&ctx, anomalies, normals);
+                w.steps.push(StepRow {
+                    pid: s.spec.program,
+                    rid: s.spec.app_rank,
+                    io_step: step,
+                    executions: s.out.executions.len() as u64,
+                    anomalies: n,
+                    min_timestamp: s.out.first_ts.unwrap_or(0),
+                    max_timestamp: s.out.last_ts.unwrap_or(0),
+                });
+            }
+            for (done_step, verdict, e) in &late_records {
+                let Some(s) = streams
+                    .iter()
+                    .find(|s| s.spec.program == e.program && s.spec.app_rank == e.rank)
+                else {
+                    continue;
+                };
+                let (anomalies, _) = w.collections_mut();
+                s.prov
+                    .record_detached(e, *verdict, *done_step, step, &names, anomalies);
+            }
+            w.snapshot_models(coll, step, detector.as_ref(), &names);
+        }
+        timings.add(Phase::Collect, t.elapsed());
+
+        // 8 write (collective), every --flush-steps steps
+        let t = Instant::now();
+        if let Some(w) = prov.as_mut() {
+            let secs = timings.take_step();
+            w.perf.push(perf_row(rank, step, &secs));
+            if args.flush_steps > 0 && (step + 1) % args.flush_steps == 0 {
+                let attrs = run_attrs.progress(step + 1);
+                if let Err(e) = w.flush(coll, &names, detector.as_ref(), &attrs) {
+                    failure.get_or_insert(format!("{e:#}"));
+                }
+            }
+        }
+        timings.add(Phase::Write, t.elapsed());
 
         // 10 status: who still has data, who failed, progress numbers
         let t = Instant::now();
@@ -401,7 +536,20 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let g = coll.allreduce_sum(&st);
         timings.add(Phase::Status, t.elapsed());
         if g[status::FAILED] > 0 {
-            return Err(collective_failure(coll, failure.as_deref()));
+            let err = collective_failure(coll, failure.as_deref());
+            let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
+            if let Some(w) = prov.take() {
+                // Best effort: the file keeps every flushed step and says
+                // the run did not complete.
+                let _ = w.finish(
+                    coll,
+                    &names,
+                    detector.as_ref(),
+                    false,
+                    &run_attrs.at_end(steps_done, false, ended_at),
+                );
+            }
+            return Err(err);
         }
         global_rows += g[status::ROWS];
         global_executions += g[status::EXECUTIONS];
@@ -441,9 +589,24 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             e.exclusive
         }
     };
+    let mut end_failure: Option<String> = None;
     for (done_step, e) in std::mem::take(&mut pending) {
         let verdict = detector.label(e.function, value(&e));
-        sink.emit(&e, done_step, steps_done, verdict.label, verdict, &names)?;
+        if let Some(w) = prov.as_mut() {
+            if verdict.label == Label::Anomaly {
+                if let Some(s) = streams
+                    .iter()
+                    .find(|s| s.spec.program == e.program && s.spec.app_rank == e.rank)
+                {
+                    let (anomalies, _) = w.collections_mut();
+                    s.prov
+                        .record_detached(&e, verdict, done_step, steps_done, &names, anomalies);
+                }
+            }
+        }
+        if let Err(err) = sink.emit(&e, done_step, steps_done, verdict.label, verdict, &names) {
+            end_failure.get_or_insert(format!("{err:#}"));
+        }
     }
     let mut pruned = 0u64;
     for (done_step, labelled_step, in_situ, e) in std::mem::take(&mut stored) {
@@ -451,7 +614,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         if fin.label != Label::Anomaly {
             pruned += 1;
         }
-        sink.emit(&e, done_step, labelled_step, in_situ.label, fin, &names)?;
+        if let Err(err) = sink.emit(&e, done_step, labelled_step, in_situ.label, fin, &names) {
+            end_failure.get_or_insert(format!("{err:#}"));
+        }
     }
     let mut open_calls = 0u64;
     for s in &mut streams {
@@ -460,7 +625,23 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         issues_total.merge(&fin);
     }
     if let Some(w) = sink.labels.take() {
-        w.finish()?;
+        if let Err(err) = w.finish() {
+            end_failure.get_or_insert(format!("{err:#}"));
+        }
+    }
+    if let Some(w) = prov.as_mut() {
+        w.snapshot_models(coll, steps_done, detector.as_ref(), &names);
+    }
+    let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
+    if let Some(w) = prov.take() {
+        let attrs = run_attrs.at_end(steps_done, true, ended_at);
+        if let Err(err) = w.finish(coll, &names, detector.as_ref(), args.final_relabel, &attrs) {
+            end_failure.get_or_insert(format!("{err:#}"));
+        }
+    }
+    let failed = coll.allreduce_sum(&[end_failure.is_some() as u64])[0];
+    if failed > 0 {
+        return Err(collective_failure(coll, end_failure.as_deref()));
     }
 
     // Final reductions: per-function totals, truth, timings, model identity.
@@ -495,6 +676,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             peak_rss_mb: peak_rss_kb as f64 / 1024.0,
             timings: phase_max,
             truth: truth_counts,
+            provenance: prov_path.as_ref().map(|p| p.display().to_string()),
         };
         report::print_summary(
             &summary,
@@ -511,6 +693,166 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Adds this step's executions and counter samples to the run's profiles
+/// (every execution counted once, when it completes).
+fn profile_step(stats: &mut crate::output::stats::GlobalStats, streams: &[OwnedStream]) {
+    for s in streams {
+        for e in &s.out.executions {
+            let f = stats.function(e.function);
+            f.inclusive.push(e.inclusive);
+            f.exclusive.push(e.exclusive);
+        }
+        for c in s.out.counters.iter().chain(&s.out.node_state) {
+            stats.counter(c.counter).push(c.value);
+        }
+    }
+}
+
+fn perf_row(rank: usize, step: u64, secs: &[f64; 9]) -> PerfRow {
+    PerfRow {
+        ad_rank: rank as u32,
+        io_step: step,
+        read: secs[0],
+        agree: secs[1],
+        build: secs[2],
+        summarize: secs[3],
+        reduce: secs[4],
+        label: secs[5],
+        collect: secs[6],
+        write: secs[7],
+        status: secs[8],
+    }
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Where the provenance goes: `--out`, none with `--no-provenance`, else a
+/// name from the first input's binary and the (agreed) start time.
+fn provenance_path(
+    _coll: &Collectives,
+    args: &RunArgs,
+    specs: &[StreamSpec],
+    started_at: u64,
+) -> Option<PathBuf> {
+    if args.no_provenance {
+        return None;
+    }
+    if let Some(p) = &args.out {
+        return Some(p.clone());
+    }
+    let binary = specs
+        .first()
+        .and_then(|s| s.path.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .map(|n| binary_of_stream_name(&n))
+        .unwrap_or_else(|| "run".into());
+    Some(PathBuf::from(format!(
+        "chimbuko-{binary}-{}.h5",
+        report::utc_compact(started_at)
+    )))
+}
+
+/// `tau-metrics-demo-0.bp` → `demo` (TAU's `<prefix>-<binary>-<rank>.bp`).
+fn binary_of_stream_name(name: &str) -> String {
+    let stem = name.strip_suffix(".bp").unwrap_or(name);
+    let mut parts: Vec<&str> = stem.split('-').collect();
+    if parts.len() >= 3 && parts.last().is_some_and(|r| r.parse::<u64>().is_ok()) {
+        parts.pop();
+        // Drop the prefix (`tau-metrics` by default): keep the binary.
+        return parts.last().copied().unwrap_or("run").to_owned();
+    }
+    stem.to_owned()
+}
+
+/// Root attributes of the provenance file: the same on every rank.
+struct RunAttributes {
+    base: Vec<(&'static str, AttrValue)>,
+}
+
+impl RunAttributes {
+    fn new(coll: &Collectives, args: &RunArgs, specs: &[StreamSpec], started_at: u64) -> Self {
+        let ad_ranks = coll.size();
+        let streams: Vec<String> = specs.iter().map(|s| s.path.display().to_string()).collect();
+        // Rank 0's command line (MPMD launches could give ranks different
+        // ones; attributes must be identical on every rank).
+        let mine: Vec<String> = std::env::args().collect();
+        let command_line = coll
+            .allgather_bytes(mine.join(" ").as_bytes())
+            .into_iter()
+            .next()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let params = serde_json::json!({
+            "algorithm": format!("{:?}", args.algorithm).to_lowercase(),
+            "sigma": args.sigma,
+            "min_count": args.min_count,
+            "use_inclusive": args.use_inclusive,
+            "ignore_regex": args.ignore_regex,
+            "ignore_file": args.ignore_file,
+            "threshold_file": args.threshold_file,
+            "window": args.window,
+            "normal_samples": args.normal_samples,
+            "min_anomaly_us": args.min_anomaly_us,
+            "flush_steps": args.flush_steps,
+            "final_relabel": args.final_relabel,
+            "max_stored_anomalies": args.max_stored_anomalies,
+            "engine": args.engine.to_string(),
+        });
+        RunAttributes {
+            base: vec![
+                (
+                    "schema_version",
+                    AttrValue::U64(crate::output::SCHEMA_VERSION),
+                ),
+                (
+                    "program",
+                    AttrValue::Str(format!("chimbuko-mpi {}", env!("CARGO_PKG_VERSION"))),
+                ),
+                (
+                    "algorithm",
+                    AttrValue::Str(format!("{:?}", args.algorithm).to_lowercase()),
+                ),
+                ("algorithm_params", AttrValue::Str(params.to_string())),
+                ("ad_ranks", AttrValue::U64(ad_ranks as u64)),
+                (
+                    "input_streams",
+                    AttrValue::Str(serde_json::to_string(&streams).unwrap_or_default()),
+                ),
+                ("command_line", AttrValue::Str(command_line)),
+                (
+                    "start_time",
+                    AttrValue::Str(report::utc_iso8601(started_at)),
+                ),
+                ("final_relabel", AttrValue::U64(args.final_relabel as u64)),
+            ],
+        }
+    }
+
+    fn at_start(&self) -> Vec<(&'static str, AttrValue)> {
+        let mut v = self.base.clone();
+        v.push(("completed", AttrValue::U64(0)));
+        v.push(("steps_written", AttrValue::U64(0)));
+        v
+    }
+
+    fn progress(&self, steps: u64) -> Vec<(&'static str, AttrValue)> {
+        vec![("steps_written", AttrValue::U64(steps))]
+    }
+
+    /// `ended_at` must be the same on every rank (agreed by a reduction).
+    fn at_end(&self, steps: u64, completed: bool, ended_at: u64) -> Vec<(&'static str, AttrValue)> {
+        vec![
+            ("steps_written", AttrValue::U64(steps)),
+            ("end_time", AttrValue::Str(report::utc_iso8601(ended_at))),
+            ("completed", AttrValue::U64(completed as u64)),
+        ]
+    }
 }
 
 fn is_ignored(ignored: &[bool], f: u32) -> bool {

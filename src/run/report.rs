@@ -67,29 +67,45 @@ pub enum Phase {
     Summarize,
     Reduce,
     Label,
+    Collect,
+    Write,
     Status,
 }
 
-const PHASES: [(Phase, &str); 7] = [
+const PHASES: [(Phase, &str); 9] = [
     (Phase::Read, "read"),
     (Phase::Agree, "agree"),
     (Phase::Build, "build"),
     (Phase::Summarize, "summarize"),
     (Phase::Reduce, "reduce"),
     (Phase::Label, "label"),
+    (Phase::Collect, "collect"),
+    (Phase::Write, "write"),
     (Phase::Status, "status"),
 ];
 
 /// Time spent per phase on this rank.
 #[derive(Debug, Default, Clone)]
 pub struct Timings {
-    ns: [u64; 7],
+    ns: [u64; 9],
+    /// The current step's share of `ns`.
+    step_ns: [u64; 9],
 }
 
 impl Timings {
     pub fn add(&mut self, p: Phase, d: Duration) {
         let i = PHASES.iter().position(|(q, _)| *q == p).unwrap_or(0);
-        self.ns[i] += d.as_nanos() as u64;
+        let ns = d.as_nanos() as u64;
+        self.ns[i] += ns;
+        self.step_ns[i] += ns;
+    }
+
+    /// Seconds per phase of the step since the last call, then resets them
+    /// (phases in [`Phase`] order).
+    pub fn take_step(&mut self) -> [f64; 9] {
+        let s = self.step_ns.map(|ns| ns as f64 / 1e9);
+        self.step_ns = [0; 9];
+        s
     }
 
     /// Slowest rank's seconds per phase (what bounds a lockstep run).
@@ -380,6 +396,8 @@ pub struct RunSummary {
     /// Slowest rank's seconds per phase.
     pub timings: Vec<(String, f64)>,
     pub truth: Option<TruthCounts>,
+    /// The provenance file, if one was written.
+    pub provenance: Option<String>,
 }
 
 fn top_functions(totals: &FunctionTotals, top: usize) -> Vec<usize> {
@@ -510,4 +528,53 @@ pub fn write_summary(
     v["functions"] = serde_json::Value::Array(functions_json(names, det, totals));
     std::fs::write(p, serde_json::to_string_pretty(&v)?)
         .with_context(|| format!("writing {}", p.display()))
+}
+
+/// Civil date of a Unix time (UTC): (year, month, day, hour, min, sec).
+fn civil_utc(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Days since 1970-01-01 to a proleptic Gregorian date.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
+    (
+        year,
+        month,
+        day,
+        (rem / 3600) as u32,
+        (rem / 60 % 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+/// `2026-11-22T19:47:16Z`.
+pub fn utc_iso8601(secs: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil_utc(secs);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// `20261122T194716Z`, for file names.
+pub fn utc_compact(secs: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil_utc(secs);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_iso8601(1_795_339_282), "2026-11-22T09:21:22Z");
+        assert_eq!(utc_compact(1_795_339_282), "20261122T092122Z");
+    }
 }

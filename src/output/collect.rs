@@ -1,0 +1,784 @@
+//! Step 7 of the pipeline: turning labelled executions into provenance
+//! records (no HDF5 here; `hdf5file` writes what this module collects).
+//!
+//! For each stream and step, [`StreamProvenance::collect_step`] picks
+//! - every anomaly (exclusive runtime at least `min_anomaly_us`), and
+//! - normal samples: for each function with an anomaly in this stream and
+//!   step, the `normal_samples` normal executions with the lowest score (as
+//!   Chimbuko keeps its lowest-score normal event); a function whose
+//!   anomaly found no normal execution in its step gets one from the next
+//!   step that has one,
+//!
+//! and builds for each the call stack (the execution, then its parents up
+//! to the root), its counter samples, the window of executions around it on
+//! its thread (entry order, `window` each side) with their messages, its
+//! GPU location and host parent, and the node state at its exit.
+//!
+//! Everything depends only on the stream's own data, never on which AD rank
+//! reads it, so the records are the same for any number of AD ranks.
+//!
+//! Entry order: ids `(step, idx)` are assigned in ENTRY order within a
+//! stream, so sorting by id is sorting by entry. Executions completed this
+//! step that also entered this step are placed by direct addressing on
+//! `idx` (no sort); the few that entered earlier are sorted apart.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::detect::{Label, Verdict};
+use crate::events::{CommDirection, CommEvent, ExecId, Execution, StepEvents, StreamEvents};
+use crate::run::names::GlobalNames;
+use crate::trace::format::{Attribute, MONITORING_PREFIX};
+
+use super::label_code;
+use super::records::*;
+
+/// What to keep.
+#[derive(Debug, Clone)]
+pub struct ProvenanceOptions {
+    /// Executions on each side of a record in its window.
+    pub window: usize,
+    /// Normal executions kept per function with anomalies, per stream and step.
+    pub normal_samples: usize,
+    /// Anomalies with a shorter exclusive runtime (µs) are not recorded.
+    pub min_anomaly_us: u64,
+}
+
+impl Default for ProvenanceOptions {
+    fn default() -> Self {
+        ProvenanceOptions {
+            window: 5,
+            normal_samples: 1,
+            min_anomaly_us: 0,
+        }
+    }
+}
+
+/// Records of one collection (`anomalies` or `normal_execs`) not yet
+/// written. Companion rows name their record by its index in `records`
+/// and records name their companion rows by index, both local to this
+/// buffer; the writer shifts them to file rows.
+#[derive(Debug, Default)]
+pub struct Collection {
+    pub records: Vec<ExecRecord>,
+    pub call_stack: Vec<CallStackRow>,
+    pub counter_events: Vec<CounterEventRow>,
+    pub exec_window: Vec<ExecWindowRow>,
+    pub comm_window: Vec<CommWindowRow>,
+    pub gpu_location: Vec<GpuLocationRow>,
+    pub gpu_parent: Vec<GpuParentRow>,
+    pub node_state: Vec<NodeStateRow>,
+}
+
+impl Collection {
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        *self = Collection::default();
+    }
+
+    /// Functions of the records added since `from` (for model snapshots).
+    pub fn functions_since(&self, from: usize) -> impl Iterator<Item = u32> + '_ {
+        self.records[from.min(self.records.len())..]
+            .iter()
+            .map(|r| r.fid)
+    }
+}
+
+/// One execution in a thread's history or window.
+#[derive(Debug, Clone)]
+struct WindowEntry {
+    id: ExecId,
+    fid: u32,
+    entry: u64,
+    /// 0 while open.
+    exit: u64,
+    parent: Option<ExecId>,
+    is_anomaly: bool,
+    comms: Vec<CommEvent>,
+}
+
+/// Per-stream state carried from step to step.
+#[derive(Debug, Default)]
+pub struct StreamProvenance {
+    program: u32,
+    rank: u64,
+    hostname: String,
+    /// The last `window` executions (entry order) completed before this
+    /// step, per thread.
+    history: HashMap<u64, Vec<WindowEntry>>,
+    /// Latest value and timestamp of each monitoring counter.
+    node_state: BTreeMap<u32, (u64, u64)>,
+    /// Functions whose anomalies still wait for a normal sample.
+    outstanding_normal: Vec<u32>,
+    /// Scratch: placement of this step's executions by entry ordinal.
+    by_idx: Vec<u32>,
+    /// Scratch: executions of this step that entered in an earlier step,
+    /// sorted by id.
+    older: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Everything `collect_step` reads.
+pub struct StepContext<'a> {
+    pub step: u64,
+    pub events: &'a StepEvents,
+    /// One per `events.executions`.
+    pub verdicts: &'a [Verdict],
+    pub stream: &'a StreamEvents,
+    pub names: &'a GlobalNames,
+    pub opts: &'a ProvenanceOptions,
+}
+
+fn id_str(id: &ExecId) -> EventIdStr {
+    fixed(&id.to_string())
+}
+
+fn parent_str(p: Option<ExecId>) -> EventIdStr {
+    p.map_or_else(|| fixed("root"), |p| id_str(&p))
+}
+
+impl StreamProvenance {
+    pub fn new(program: u32, rank: u64) -> Self {
+        StreamProvenance {
+            program,
+            rank,
+            ..Default::default()
+        }
+    }
+
+    /// Notes the stream's host name and returns its new metadata as rows.
+    pub fn observe_metadata(&mut self, attrs: &[Attribute], out: &mut Vec<MetadataRow>) {
+        for a in attrs {
+            let Attribute::Metadata(m) = a else { continue };
+            if m.description == "Hostname" && self.hostname.is_empty() {
+                self.hostname = m.value.clone();
+            }
+            out.push(MetadataRow {
+                pid: self.program,
+                rid: m.rank,
+                tid: m.thread,
+                descr: fixed(&m.description),
+                value: fixed(&m.value),
+            });
+        }
+    }
+
+    /// Collects the records of one step; returns the number of anomalies
+    /// recorded.
+    pub fn collect_step(
+        &mut self,
+        ctx: &StepContext<'_>,
+        anomalies: &mut Collection,
+        normals: &mut Collection,
+    ) -> u64 {
+        let execs = &ctx.events.executions;
+        let picked = self.pick(ctx);
+        if !picked.anomalies.is_empty() || !picked.normals.is_empty() {
+            self.place(ctx.step, execs);
+        }
+        for &i in &picked.anomalies {
+            self.record(ctx, i as usize, anomalies);
+        }
+        for &i in &picked.normals {
+            self.record(ctx, i as usize, normals);
+        }
+        self.update_node_state(ctx.events);
+        self.update_history(
+            ctx,
+            !picked.anomalies.is_empty() || !picked.normals.is_empty(),
+        );
+        picked.anomalies.len() as u64
+    }
+
+    /// Which executions become records (indices into the step's executions).
+    fn pick(&mut self, ctx: &StepContext<'_>) -> Picked {
+        let execs = &ctx.events.executions;
+        let mut anomalies = Vec::new();
+        for (i, (e, v)) in execs.iter().zip(ctx.verdicts).enumerate() {
+            if v.label == Label::Anomaly && e.exclusive >= ctx.opts.min_anomaly_us {
+                anomalies.push(i as u32);
+            }
+        }
+        let mut wanted: Vec<u32> = anomalies
+            .iter()
+            .map(|&i| execs[i as usize].function)
+            .chain(self.outstanding_normal.drain(..))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let n = ctx.opts.normal_samples;
+        if wanted.is_empty() || n == 0 {
+            return Picked {
+                anomalies,
+                normals: Vec::new(),
+            };
+        }
+        // Lowest (score, id) first; at most n per wanted function.
+        let mut best: HashMap<u32, Vec<(f64, ExecId, u32)>> =
+            wanted.iter().map(|&f| (f, Vec::new())).collect();
+        for (i, (e, v)) in execs.iter().zip(ctx.verdicts).enumerate() {
+            if v.label != Label::Normal {
+                continue;
+            }
+            let Some(list) = best.get_mut(&e.function) else {
+                continue;
+            };
+            let cand = (v.score, e.id, i as u32);
+            if list.len() == n && !less(&cand, &list[n - 1]) {
+                continue;
+            }
+            let at = list.partition_point(|x| less(x, &cand));
+            list.insert(at, cand);
+            list.truncate(n);
+        }
+        let mut normals = Vec::new();
+        for f in wanted {
+            let list = &best[&f];
+            if list.is_empty() {
+                self.outstanding_normal.push(f);
+            }
+            normals.extend(list.iter().map(|c| c.2));
+        }
+        normals.sort_unstable();
+        Picked { anomalies, normals }
+    }
+
+    /// Fills `by_idx` and `older` for this step's executions.
+    fn place(&mut self, step: u64, execs: &[Execution]) {
+        self.by_idx.clear();
+        self.older.clear();
+        for (i, e) in execs.iter().enumerate() {
+            if e.id.step == step {
+                let k = e.id.idx as usize;
+                if k >= self.by_idx.len() {
+                    self.by_idx.resize(k + 1, NONE);
+                }
+                self.by_idx[k] = i as u32;
+            } else {
+                self.older.push(i as u32);
+            }
+        }
+        self.older.sort_unstable_by_key(|&i| execs[i as usize].id);
+    }
+
+    /// Index of the execution with id `id` completed this step.
+    fn find(&self, step: u64, execs: &[Execution], id: ExecId) -> Option<usize> {
+        if id.step == step {
+            let k = usize::try_from(id.idx).ok()?;
+            match self.by_idx.get(k) {
+                Some(&i) if i != NONE => Some(i as usize),
+                _ => None,
+            }
+        } else {
+            self.older
+                .binary_search_by_key(&id, |&i| execs[i as usize].id)
+                .ok()
+                .map(|p| self.older[p] as usize)
+        }
+    }
+
+    /// Up to `n` executions of `thread` next to execution `i` in this
+    /// step's entry order: before it (nearest first) when `backward`,
+    /// otherwise after it (nearest first). Older entries come before all
+    /// entries of this step.
+    fn neighbours(
+        &self,
+        step: u64,
+        execs: &[Execution],
+        i: usize,
+        backward: bool,
+        n: usize,
+    ) -> Vec<usize> {
+        let e = &execs[i];
+        let current = self.by_idx.iter().copied();
+        let older = self.older.iter().copied();
+        let seq: Box<dyn Iterator<Item = u32> + '_> = if e.id.step == step {
+            let k = e.id.idx as usize;
+            if backward {
+                Box::new(current.take(k).rev().chain(older.rev()))
+            } else {
+                Box::new(current.skip(k + 1))
+            }
+        } else {
+            let p = self
+                .older
+                .iter()
+                .position(|&j| j as usize == i)
+                .unwrap_or(0);
+            if backward {
+                Box::new(older.take(p).rev())
+            } else {
+                Box::new(older.skip(p + 1).chain(current))
+            }
+        };
+        seq.filter(|&j| j != NONE && execs[j as usize].thread == e.thread)
+            .take(n)
+            .map(|j| j as usize)
+            .collect()
+    }
+
+    fn record(&self, ctx: &StepContext<'_>, i: usize, out: &mut Collection) {
+        let execs = &ctx.events.executions;
+        let e = &execs[i];
+        let v = ctx.verdicts[i];
+        let rec_index = out.records.len() as u64;
+        let stack_start = out.call_stack.len() as u64;
+        self.push_call_stack(ctx, e, rec_index, 0, &mut out.call_stack);
+        let stack_len = (out.call_stack.len() as u64 - stack_start) as u32;
+
+        let counters_start = out.counter_events.len() as u64;
+        out.counter_events
+            .extend(ctx.events.counters_of(e).iter().map(|c| CounterEventRow {
+                record: rec_index,
+                pid: e.program,
+                rid: e.rank,
+                tid: e.thread,
+                counter_idx: c.counter,
+                counter_value: c.value,
+                ts: c.ts,
+            }));
+
+        let window_start = out.exec_window.len() as u64;
+        let comm_start = out.comm_window.len() as u64;
+        for (offset, w) in self.window(ctx, i) {
+            out.exec_window.push(ExecWindowRow {
+                record: rec_index,
+                offset,
+                fid: w.fid,
+                event_id: id_str(&w.id),
+                entry: w.entry,
+                exit: w.exit,
+                parent_event_id: parent_str(w.parent),
+                is_anomaly: w.is_anomaly as u8,
+            });
+            for c in &w.comms {
+                out.comm_window.push(comm_row(rec_index, e, c, &w.id));
+            }
+        }
+
+        let gpu_loc_start = out.gpu_location.len() as u64;
+        if e.is_gpu {
+            if let Some(loc) = ctx.stream.gpu_location(e.thread) {
+                let s = |v: &Option<String>| fixed(v.as_deref().unwrap_or(""));
+                out.gpu_location.push(GpuLocationRow {
+                    record: rec_index,
+                    context: s(&loc.context),
+                    device: s(&loc.device),
+                    stream: s(&loc.stream),
+                    thread: e.thread,
+                });
+            }
+        }
+        let gpu_parent_start = out.gpu_parent.len() as u64;
+        if e.is_gpu {
+            let row = self.gpu_parent(ctx, e, rec_index, &mut out.call_stack);
+            out.gpu_parent.push(row);
+        }
+
+        let node_start = out.node_state.len() as u64;
+        self.push_node_state(ctx, e.exit, rec_index, &mut out.node_state);
+
+        out.records.push(ExecRecord {
+            event_id: id_str(&e.id),
+            event_rank: e.id.rank,
+            event_step: e.id.step,
+            event_idx: e.id.idx,
+            pid: e.program,
+            rid: e.rank,
+            tid: e.thread,
+            fid: e.function,
+            func: fixed(ctx.names.functions.name(e.function)),
+            entry: e.entry,
+            exit: e.exit,
+            runtime_total: e.inclusive,
+            runtime_exclusive: e.exclusive,
+            io_step: ctx.step,
+            io_step_tstart: ctx.events.first_ts.unwrap_or(0),
+            io_step_tend: ctx.events.last_ts.unwrap_or(0),
+            labelled_step: ctx.step,
+            label: label_code(v.label),
+            outlier_score: v.score,
+            outlier_severity: e.exclusive as f64,
+            final_label: label_code(v.label),
+            final_score: v.score,
+            is_gpu_event: e.is_gpu as u8,
+            hostname: fixed(&self.hostname),
+            parent_event_id: parent_str(e.parent),
+            depth: e.depth,
+            n_children: e.n_children,
+            // The function index until the writer maps it to a model row.
+            model_row: e.function as u64,
+            dropped_attachments: e.dropped_attachments(),
+            call_stack_start: stack_start,
+            call_stack_len: stack_len,
+            counter_events_start: counters_start,
+            counter_events_len: (out.counter_events.len() as u64 - counters_start) as u32,
+            exec_window_start: window_start,
+            exec_window_len: (out.exec_window.len() as u64 - window_start) as u32,
+            comm_window_start: comm_start,
+            comm_window_len: (out.comm_window.len() as u64 - comm_start) as u32,
+            gpu_location_start: gpu_loc_start,
+            gpu_location_len: (out.gpu_location.len() as u64 - gpu_loc_start) as u32,
+            gpu_parent_start,
+            gpu_parent_len: (out.gpu_parent.len() as u64 - gpu_parent_start) as u32,
+            node_state_start: node_start,
+            node_state_len: (out.node_state.len() as u64 - node_start) as u32,
+        });
+    }
+
+    /// The execution, then its parents: completed this step, or still open.
+    fn push_call_stack(
+        &self,
+        ctx: &StepContext<'_>,
+        e: &Execution,
+        record: u64,
+        of_gpu_parent: u8,
+        out: &mut Vec<CallStackRow>,
+    ) {
+        let execs = &ctx.events.executions;
+        let open: Vec<_> = ctx.stream.open_calls_of(e.thread).collect();
+        let mut level = 0u32;
+        let mut push = |fid: u32, entry: u64, exit: u64, id: &ExecId, anomaly: bool| {
+            out.push(CallStackRow {
+                record,
+                of_gpu_parent,
+                level,
+                fid,
+                entry,
+                exit,
+                event_id: id_str(id),
+                is_anomaly: anomaly as u8,
+            });
+            level += 1;
+        };
+        let is_anomaly = |j: usize| ctx.verdicts[j].label == Label::Anomaly;
+        let me = self.find(ctx.step, execs, e.id);
+        push(
+            e.function,
+            e.entry,
+            e.exit,
+            &e.id,
+            me.is_some_and(is_anomaly),
+        );
+        let mut next = e.parent;
+        // Depth bounds the walk even if parent links were ever cyclic.
+        for _ in 0..=e.depth {
+            let Some(p) = next else { break };
+            if let Some(j) = self.find(ctx.step, execs, p) {
+                let pe = &execs[j];
+                push(pe.function, pe.entry, pe.exit, &pe.id, is_anomaly(j));
+                next = pe.parent;
+            } else if let Some(d) = open.iter().position(|o| o.id == p) {
+                let o = &open[d];
+                push(o.function, o.entry, 0, &o.id, false);
+                next = d.checked_sub(1).map(|d| open[d].id);
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The window around execution `i`: `(offset, entry)` pairs, entry order.
+    fn window(&self, ctx: &StepContext<'_>, i: usize) -> Vec<(i32, WindowEntry)> {
+        let w = ctx.opts.window;
+        let execs = &ctx.events.executions;
+        let e = &execs[i];
+        let thread = e.thread;
+        let entry_of = |j: usize| -> WindowEntry {
+            let x = &execs[j];
+            WindowEntry {
+                id: x.id,
+                fid: x.function,
+                entry: x.entry,
+                exit: x.exit,
+                parent: x.parent,
+                is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
+                comms: ctx.events.comms_of(x).to_vec(),
+            }
+        };
+        // Candidates: up to w same-thread neighbours on each side in this
+        // step's entry order, the thread's history and its open calls.
+        let mut cands: Vec<WindowEntry> = Vec::with_capacity(4 * w + 4);
+        cands.push(entry_of(i));
+        for backward in [true, false] {
+            let near = self.neighbours(ctx.step, execs, i, backward, w);
+            cands.extend(near.into_iter().map(entry_of));
+        }
+        if let Some(h) = self.history.get(&thread) {
+            cands.extend(h.iter().cloned());
+        }
+        let open: Vec<_> = ctx.stream.open_calls_of(thread).collect();
+        for (d, o) in open.iter().enumerate() {
+            cands.push(WindowEntry {
+                id: o.id,
+                fid: o.function,
+                entry: o.entry,
+                exit: 0,
+                parent: d.checked_sub(1).map(|d| open[d].id),
+                is_anomaly: false,
+                comms: Vec::new(),
+            });
+        }
+        cands.sort_by_key(|c| c.id);
+        cands.dedup_by_key(|c| c.id);
+        let Some(me) = cands.iter().position(|c| c.id == e.id) else {
+            return Vec::new();
+        };
+        let lo = me.saturating_sub(w);
+        let hi = (me + w + 1).min(cands.len());
+        cands
+            .drain(lo..hi)
+            .enumerate()
+            .map(|(k, c)| ((lo + k) as i32 - me as i32, c))
+            .collect()
+    }
+
+    fn gpu_parent(
+        &self,
+        ctx: &StepContext<'_>,
+        e: &Execution,
+        record: u64,
+        call_stack: &mut Vec<CallStackRow>,
+    ) -> GpuParentRow {
+        let mut row = GpuParentRow {
+            record,
+            event_id: fixed(""),
+            tid: 0,
+            fid: 0,
+            call_stack_start: call_stack.len() as u64,
+            call_stack_len: 0,
+            error: fixed(""),
+        };
+        let Some(host) = e.gpu_partner else {
+            row.error =
+                fixed("Chimbuko error: Correlation ID of host parent event was not recorded");
+            return row;
+        };
+        row.event_id = id_str(&host);
+        match self.find(ctx.step, &ctx.events.executions, host) {
+            Some(j) => {
+                let h = &ctx.events.executions[j];
+                row.tid = h.thread;
+                row.fid = h.function;
+                self.push_call_stack(ctx, h, record, 1, call_stack);
+                row.call_stack_len = (call_stack.len() as u64 - row.call_stack_start) as u32;
+            }
+            None => {
+                row.error = fixed("Chimbuko error: Host parent event could not be reached");
+            }
+        }
+        row
+    }
+
+    /// Node state at `at`: the latest value of each monitoring counter.
+    fn push_node_state(
+        &self,
+        ctx: &StepContext<'_>,
+        at: u64,
+        record: u64,
+        out: &mut Vec<NodeStateRow>,
+    ) {
+        let mut state = self.node_state.clone();
+        for s in ctx.events.node_state.iter().filter(|s| s.ts <= at) {
+            let cur = state.entry(s.counter).or_insert((s.value, s.ts));
+            if s.ts >= cur.1 {
+                *cur = (s.value, s.ts);
+            }
+        }
+        for (counter, (value, ts)) in state {
+            let name = ctx.names.counters.name(counter);
+            out.push(NodeStateRow {
+                record,
+                field: fixed(name.strip_prefix(MONITORING_PREFIX).unwrap_or(name)),
+                value,
+                timestamp: ts,
+            });
+        }
+    }
+
+    fn update_node_state(&mut self, events: &StepEvents) {
+        for s in &events.node_state {
+            let cur = self.node_state.entry(s.counter).or_insert((s.value, s.ts));
+            if s.ts >= cur.1 {
+                *cur = (s.value, s.ts);
+            }
+        }
+    }
+
+    /// Keeps the last `window` executions of each thread (entry order).
+    fn update_history(&mut self, ctx: &StepContext<'_>, placed: bool) {
+        let w = ctx.opts.window;
+        if w == 0 {
+            return;
+        }
+        let execs = &ctx.events.executions;
+        if !placed {
+            self.place(ctx.step, execs);
+        }
+        // Threads of this step (few; rows come grouped by thread).
+        let mut fresh: Vec<(u64, Vec<WindowEntry>)> = Vec::new();
+        for e in execs {
+            if fresh.last().map(|f| f.0) != Some(e.thread) && !fresh.iter().any(|f| f.0 == e.thread)
+            {
+                fresh.push((e.thread, Vec::new()));
+            }
+        }
+        // Walk this step's executions from the last entry backwards; each
+        // thread takes up to w, and the walk stops when all have theirs.
+        let mut full = 0usize;
+        let newest_first = self
+            .by_idx
+            .iter()
+            .rev()
+            .chain(self.older.iter().rev())
+            .filter(|&&j| j != NONE);
+        for &j in newest_first {
+            if full == fresh.len() {
+                break;
+            }
+            let x = &execs[j as usize];
+            let Some(slot) = fresh.iter_mut().find(|f| f.0 == x.thread) else {
+                continue;
+            };
+            if slot.1.len() >= w {
+                continue;
+            }
+            slot.1.push(WindowEntry {
+                id: x.id,
+                fid: x.function,
+                entry: x.entry,
+                exit: x.exit,
+                parent: x.parent,
+                is_anomaly: ctx.verdicts[j as usize].label == Label::Anomaly,
+                comms: ctx.events.comms_of(x).to_vec(),
+            });
+            if slot.1.len() == w {
+                full += 1;
+            }
+        }
+        for (thread, mut list) in fresh {
+            let h = self.history.entry(thread).or_default();
+            h.append(&mut list);
+            h.sort_by_key(|c| c.id);
+            h.dedup_by_key(|c| c.id);
+            let extra = h.len().saturating_sub(w);
+            h.drain(..extra);
+        }
+    }
+
+    /// A record for an execution labelled after its step (its function's
+    /// model was too thin when it completed): the step's context is gone,
+    /// so it has no window, counters or parents beyond itself.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_detached(
+        &self,
+        e: &Execution,
+        v: Verdict,
+        exit_step: u64,
+        labelled_step: u64,
+        names: &GlobalNames,
+        out: &mut Collection,
+    ) {
+        let rec_index = out.records.len() as u64;
+        let stack_start = out.call_stack.len() as u64;
+        out.call_stack.push(CallStackRow {
+            record: rec_index,
+            of_gpu_parent: 0,
+            level: 0,
+            fid: e.function,
+            entry: e.entry,
+            exit: e.exit,
+            event_id: id_str(&e.id),
+            is_anomaly: (v.label == Label::Anomaly) as u8,
+        });
+        out.records.push(ExecRecord {
+            event_id: id_str(&e.id),
+            event_rank: e.id.rank,
+            event_step: e.id.step,
+            event_idx: e.id.idx,
+            pid: e.program,
+            rid: e.rank,
+            tid: e.thread,
+            fid: e.function,
+            func: fixed(names.functions.name(e.function)),
+            entry: e.entry,
+            exit: e.exit,
+            runtime_total: e.inclusive,
+            runtime_exclusive: e.exclusive,
+            io_step: exit_step,
+            io_step_tstart: 0,
+            io_step_tend: 0,
+            labelled_step,
+            label: label_code(v.label),
+            outlier_score: v.score,
+            outlier_severity: e.exclusive as f64,
+            final_label: label_code(v.label),
+            final_score: v.score,
+            is_gpu_event: e.is_gpu as u8,
+            hostname: fixed(&self.hostname),
+            parent_event_id: parent_str(e.parent),
+            depth: e.depth,
+            n_children: e.n_children,
+            model_row: e.function as u64,
+            dropped_attachments: e.dropped_attachments(),
+            call_stack_start: stack_start,
+            call_stack_len: 1,
+            counter_events_start: out.counter_events.len() as u64,
+            counter_events_len: 0,
+            exec_window_start: out.exec_window.len() as u64,
+            exec_window_len: 0,
+            comm_window_start: out.comm_window.len() as u64,
+            comm_window_len: 0,
+            gpu_location_start: out.gpu_location.len() as u64,
+            gpu_location_len: 0,
+            gpu_parent_start: out.gpu_parent.len() as u64,
+            gpu_parent_len: 0,
+            node_state_start: out.node_state.len() as u64,
+            node_state_len: 0,
+        });
+    }
+
+    pub fn program(&self) -> u32 {
+        self.program
+    }
+
+    pub fn rank(&self) -> u64 {
+        self.rank
+    }
+}
+
+struct Picked {
+    anomalies: Vec<u32>,
+    normals: Vec<u32>,
+}
+
+/// Orders normal-sample candidates: lower score first, then lower id.
+fn less(a: &(f64, ExecId, u32), b: &(f64, ExecId, u32)) -> bool {
+    match a.0.total_cmp(&b.0) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal => a.1 < b.1,
+    }
+}
+
+fn comm_row(record: u64, e: &Execution, c: &CommEvent, owner: &ExecId) -> CommWindowRow {
+    CommWindowRow {
+        record,
+        kind: match c.direction {
+            CommDirection::Send => 0,
+            CommDirection::Recv => 1,
+        },
+        pid: e.program,
+        rid: e.rank,
+        tid: e.thread,
+        src: c.src,
+        tar: c.dst,
+        bytes: c.bytes.unwrap_or(u64::MAX),
+        tag: c.tag,
+        timestamp: c.ts,
+        execdata_key: id_str(owner),
+    }
+}

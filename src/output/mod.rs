@@ -1,0 +1,636 @@
+//! Provenance output: what users keep from a run.
+//!
+//! - [`collect`] turns labelled executions into records (step 7);
+//! - [`ProvenanceWriter`] buffers them and appends them collectively to one
+//!   HDF5 file every `--flush-steps` steps and at the end (step 8), together
+//!   with the global tables (functions, statistics, models);
+//! - [`hdf5file`] is the only code that calls HDF5.
+//!
+//! The layout is documented in `docs/provenance-schema.md`.
+
+pub mod collect;
+pub mod hdf5file;
+pub mod records;
+pub mod stats;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::collectives::Collectives;
+use crate::detect::{Detector, Label, ModelSnapshot};
+use crate::run::names::GlobalNames;
+
+use collect::Collection;
+use hdf5file::{AttrValue, ProvenanceFile};
+use records::*;
+use stats::GlobalStats;
+
+/// Version of the file layout (root attribute `schema_version`).
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// The two record collections, as group names in the file.
+pub const COLLECTIONS: [&str; 2] = ["anomalies", "normal_execs"];
+
+/// Companion tables of a collection, in the order of [`table_counts`].
+const COMPANIONS: [&str; 7] = [
+    "call_stack",
+    "counter_events",
+    "exec_window",
+    "comm_window",
+    "gpu_location",
+    "gpu_parent",
+    "node_state",
+];
+
+/// A record kept for the end-of-run re-evaluation.
+#[derive(Debug, Clone, Copy)]
+struct StoredRecord {
+    /// Collection (0 anomalies, 1 normal_execs) and row in its records.
+    collection: u8,
+    row: u64,
+    fid: u32,
+    pid: u32,
+    rid: u64,
+    io_step: u64,
+    entry: u64,
+    exit: u64,
+    inclusive: u64,
+    exclusive: u64,
+    label: i8,
+    score: f64,
+}
+
+/// Buffers provenance and writes it to the file, collectively.
+pub struct ProvenanceWriter {
+    file: ProvenanceFile,
+    pub collections: [Collection; 2],
+    pub metadata: Vec<MetadataRow>,
+    pub steps: Vec<StepRow>,
+    pub perf: Vec<PerfRow>,
+    /// Model snapshots (rank 0 only holds rows; all ranks count them).
+    models: Vec<ModelRow>,
+    model_hist: Vec<u64>,
+    models_total: u64,
+    /// Records the end-of-run re-evaluation will revisit.
+    stored: Vec<StoredRecord>,
+    max_stored: usize,
+    /// Anomaly metrics of records that will not be revisited, folded into
+    /// the statistics as written.
+    pub stats: GlobalStats,
+    use_inclusive: bool,
+    /// Records already in `collections` before this step's snapshots.
+    step_from: [usize; 2],
+}
+
+impl ProvenanceWriter {
+    /// Creates the file and its tables (collective).
+    pub fn create(
+        path: &Path,
+        coll: &Collectives,
+        overwrite: bool,
+        max_stored: usize,
+        use_inclusive: bool,
+    ) -> anyhow::Result<Self> {
+        let mut file = ProvenanceFile::create(path, coll, overwrite)?;
+        for c in COLLECTIONS {
+            file.create_table::<ExecRecord>(&format!("{c}/records"))?;
+            file.create_table::<CallStackRow>(&format!("{c}/call_stack"))?;
+            file.create_table::<CounterEventRow>(&format!("{c}/counter_events"))?;
+            file.create_table::<ExecWindowRow>(&format!("{c}/exec_window"))?;
+            file.create_table::<CommWindowRow>(&format!("{c}/comm_window"))?;
+            file.create_table::<GpuLocationRow>(&format!("{c}/gpu_location"))?;
+            file.create_table::<GpuParentRow>(&format!("{c}/gpu_parent"))?;
+            file.create_table::<NodeStateRow>(&format!("{c}/node_state"))?;
+        }
+        file.create_table::<MetadataRow>("metadata")?;
+        file.create_table::<StepRow>("steps")?;
+        file.create_table::<PerfRow>("ad_perf")?;
+        file.create_table::<ModelRow>("model_params")?;
+        file.create_table::<u64>("model_params_hist")?;
+        Ok(ProvenanceWriter {
+            file,
+            collections: [Collection::default(), Collection::default()],
+            metadata: Vec::new(),
+            steps: Vec::new(),
+            perf: Vec::new(),
+            models: Vec::new(),
+            model_hist: Vec::new(),
+            models_total: 0,
+            stored: Vec::new(),
+            max_stored,
+            stats: GlobalStats::default(),
+            use_inclusive,
+            step_from: [0, 0],
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub fn set_attrs(&self, attrs: &[(&str, AttrValue)]) -> anyhow::Result<()> {
+        self.file.set_attrs(attrs)
+    }
+
+    /// Collections to add this step's records to.
+    pub fn collections_mut(&mut self) -> (&mut Collection, &mut Collection) {
+        let [a, n] = &mut self.collections;
+        (a, n)
+    }
+
+    /// Ends a step's collection: the functions of its records get one model
+    /// snapshot each (the parameters their labels came from), the same rows
+    /// on every rank whatever the number of ranks (collective).
+    pub fn snapshot_models(
+        &mut self,
+        coll: &Collectives,
+        step: u64,
+        detector: &dyn Detector,
+        names: &GlobalNames,
+    ) {
+        let n = names.functions.len();
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for (c, from) in self.collections.iter().zip(self.step_from) {
+            for f in c.functions_since(from) {
+                if let Some(w) = bits.get_mut(f as usize / 64) {
+                    *w |= 1 << (f % 64);
+                }
+            }
+        }
+        let bits = coll.allreduce_or(&bits);
+        let mut row_of = HashMap::new();
+        for f in 0..n as u32 {
+            if bits[f as usize / 64] >> (f % 64) & 1 == 1 {
+                let row = self.models_total + row_of.len() as u64;
+                row_of.insert(f, row);
+                if coll.rank() == 0 {
+                    let snap = detector.model_snapshot(f);
+                    self.push_model(step, f, &snap, names);
+                }
+            }
+        }
+        self.models_total += row_of.len() as u64;
+        for (c, from) in self.collections.iter_mut().zip(self.step_from) {
+            for r in &mut c.records[from..] {
+                r.model_row = row_of.get(&r.fid).copied().unwrap_or(NO_MODEL);
+            }
+        }
+        self.step_from = [
+            self.collections[0].records.len(),
+            self.collections[1].records.len(),
+        ];
+    }
+
+    fn push_model(&mut self, io_step: u64, f: u32, s: &ModelSnapshot, names: &GlobalNames) {
+        self.models.push(model_row(
+            io_step,
+            f,
+            s,
+            names,
+            self.model_hist.len() as u64,
+        ));
+        self.model_hist.extend_from_slice(&s.hist_counts);
+    }
+
+    /// Appends everything buffered and rewrites the global tables
+    /// (collective). `stats` must be this rank's running statistics.
+    pub fn flush(
+        &mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        attrs: &[(&str, AttrValue)],
+    ) -> anyhow::Result<()> {
+        let mut first_err: Option<anyhow::Error> = None;
+        let mut keep = |r: anyhow::Result<()>| {
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        };
+        keep(self.append_buffers(coll));
+        keep(self.write_globals(coll, names, detector, false));
+        keep(self.file.set_attrs(attrs));
+        keep(self.file.flush());
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Rows each table receives from this rank in this flush.
+    fn table_counts(&self) -> Vec<u64> {
+        let mut v = Vec::new();
+        for c in &self.collections {
+            v.push(c.records.len() as u64);
+            v.push(c.call_stack.len() as u64);
+            v.push(c.counter_events.len() as u64);
+            v.push(c.exec_window.len() as u64);
+            v.push(c.comm_window.len() as u64);
+            v.push(c.gpu_location.len() as u64);
+            v.push(c.gpu_parent.len() as u64);
+            v.push(c.node_state.len() as u64);
+        }
+        v.extend([
+            self.metadata.len() as u64,
+            self.steps.len() as u64,
+            self.perf.len() as u64,
+            self.models.len() as u64,
+            self.model_hist.len() as u64,
+        ]);
+        v
+    }
+
+    /// Appends the buffered rows of every table. All collective calls are
+    /// made even after an error (see `hdf5file`), and the buffers are
+    /// emptied either way.
+    fn append_buffers(&mut self, coll: &Collectives) -> anyhow::Result<()> {
+        let counts = self.table_counts();
+        let (off, tot) = coll.append_offsets(&counts);
+        let mut err: Option<anyhow::Error> = None;
+        let per = 1 + COMPANIONS.len();
+        // Models first: records point into them by row, known already.
+        let mi = 2 * per;
+        let hist_base = self.file.len("model_params_hist") + off[mi + 4];
+        for m in &mut self.models {
+            m.hist_start += hist_base;
+        }
+        let models = std::mem::take(&mut self.models);
+        let hist = std::mem::take(&mut self.model_hist);
+        let r = self
+            .file
+            .append("model_params", &models, off[mi + 3], tot[mi + 3])
+            .and_then(|_| {
+                self.file
+                    .append("model_params_hist", &hist, off[mi + 4], tot[mi + 4])
+            });
+        if let Err(e) = r {
+            err.get_or_insert(e);
+        }
+        for (ci, name) in COLLECTIONS.iter().enumerate() {
+            let o = &off[ci * per..(ci + 1) * per];
+            let t = &tot[ci * per..(ci + 1) * per];
+            let mut c = std::mem::take(&mut self.collections[ci]);
+            let rec_base = self.file.len(&format!("{name}/records")) + o[0];
+            let base: Vec<u64> = COMPANIONS
+                .iter()
+                .enumerate()
+                .map(|(k, comp)| self.file.len(&format!("{name}/{comp}")) + o[k + 1])
+                .collect();
+            shift(&mut c, rec_base, &base);
+            self.remember(ci as u8, rec_base, &c.records);
+            let r = (|| -> anyhow::Result<()> {
+                self.file
+                    .append(&format!("{name}/records"), &c.records, o[0], t[0])?;
+                self.file
+                    .append(&format!("{name}/call_stack"), &c.call_stack, o[1], t[1])?;
+                self.file.append(
+                    &format!("{name}/counter_events"),
+                    &c.counter_events,
+                    o[2],
+                    t[2],
+                )?;
+                self.file
+                    .append(&format!("{name}/exec_window"), &c.exec_window, o[3], t[3])?;
+                self.file
+                    .append(&format!("{name}/comm_window"), &c.comm_window, o[4], t[4])?;
+                self.file
+                    .append(&format!("{name}/gpu_location"), &c.gpu_location, o[5], t[5])?;
+                self.file
+                    .append(&format!("{name}/gpu_parent"), &c.gpu_parent, o[6], t[6])?;
+                self.file
+                    .append(&format!("{name}/node_state"), &c.node_state, o[7], t[7])?;
+                Ok(())
+            })();
+            if let Err(e) = r {
+                err.get_or_insert(e);
+            }
+        }
+        self.step_from = [0, 0];
+        let g = 2 * per;
+        let metadata = std::mem::take(&mut self.metadata);
+        let steps = std::mem::take(&mut self.steps);
+        let perf = std::mem::take(&mut self.perf);
+        let r = self
+            .file
+            .append("metadata", &metadata, off[g], tot[g])
+            .and_then(|_| self.file.append("steps", &steps, off[g + 1], tot[g + 1]))
+            .and_then(|_| self.file.append("ad_perf", &perf, off[g + 2], tot[g + 2]));
+        if let Err(e) = r {
+            err.get_or_insert(e);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Keeps what the re-evaluation needs of flushed records, up to the
+    /// budget; anomalies beyond it count in the statistics as labelled.
+    fn remember(&mut self, collection: u8, rec_base: u64, records: &[ExecRecord]) {
+        let mut finalized = Vec::new();
+        for (k, r) in records.iter().enumerate() {
+            if self.stored.len() < self.max_stored {
+                self.stored.push(StoredRecord {
+                    collection,
+                    row: rec_base + k as u64,
+                    fid: r.fid,
+                    pid: r.pid,
+                    rid: r.rid,
+                    io_step: r.io_step,
+                    entry: r.entry,
+                    exit: r.exit,
+                    inclusive: r.runtime_total,
+                    exclusive: r.runtime_exclusive,
+                    label: r.label,
+                    score: r.outlier_score,
+                });
+            } else if r.label == LABEL_ANOMALY {
+                finalized.push(anomaly_of(r));
+            }
+        }
+        add_anomaly_metrics(&mut self.stats, &finalized);
+    }
+
+    /// Global tables, rewritten whole (collective; identical on every rank).
+    fn write_globals(
+        &mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        final_labels: bool,
+    ) -> anyhow::Result<()> {
+        let nf = names.functions.len();
+        let nc = names.counters.len();
+        // This rank's statistics plus the anomalies it still holds.
+        let mut mine = self.stats.clone();
+        let held: Vec<Anomaly> = self
+            .stored
+            .iter()
+            .filter(|s| s.collection == 0 || final_labels)
+            .filter_map(|s| {
+                let (label, score) = if final_labels {
+                    let v = detector.label(
+                        s.fid,
+                        if self.use_inclusive {
+                            s.inclusive
+                        } else {
+                            s.exclusive
+                        },
+                    );
+                    (v.label == Label::Anomaly, v.score)
+                } else {
+                    (s.label == LABEL_ANOMALY, s.score)
+                };
+                label.then_some(Anomaly {
+                    fid: s.fid,
+                    bucket: (s.pid, s.rid, s.io_step),
+                    entry: s.entry,
+                    exit: s.exit,
+                    score,
+                    severity: s.exclusive,
+                })
+            })
+            .collect();
+        add_anomaly_metrics(&mut mine, &held);
+        let g = mine.reduce(coll, nf, nc);
+        let functions: Vec<FunctionRow> = (0..nf as u32)
+            .map(|f| FunctionRow {
+                fid: f,
+                pid: names.functions.program(f),
+                name: fixed(names.functions.name(f)),
+            })
+            .collect();
+        let counters: Vec<CounterRow> = (0..nc as u32)
+            .map(|c| CounterRow {
+                counter_idx: c,
+                name: fixed(names.counters.name(c)),
+            })
+            .collect();
+        let func_stats: Vec<FuncStatsRow> = g
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(f, s)| func_stats_row(f as u32, s, names))
+            .collect();
+        let counter_stats: Vec<CounterStatsRow> = g
+            .counters
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.n > 0)
+            .map(|(c, m)| CounterStatsRow {
+                counter_idx: c as u32,
+                counter: fixed(names.counters.name(c as u32)),
+                stats: stats::wide_run_stats(m),
+            })
+            .collect();
+        let mut model_rows = Vec::with_capacity(nf);
+        let mut hist = Vec::new();
+        for f in 0..nf as u32 {
+            let s = detector.model_snapshot(f);
+            model_rows.push(model_row(u64::MAX, f, &s, names, hist.len() as u64));
+            hist.extend_from_slice(&s.hist_counts);
+        }
+        self.file.replace("functions", &functions, coll)?;
+        self.file.replace("counters", &counters, coll)?;
+        self.file.replace("func_stats", &func_stats, coll)?;
+        self.file.replace("counter_stats", &counter_stats, coll)?;
+        self.file.replace("ad_model", &model_rows, coll)?;
+        self.file.replace("ad_model_hist", &hist, coll)?;
+        Ok(())
+    }
+
+    /// End of run: re-evaluates the stored records against the final model
+    /// (when `relabel`), rewrites the global tables, sets the final
+    /// attributes and closes the file (collective). Returns how many
+    /// anomalies the re-evaluation turned normal on this rank.
+    pub fn finish(
+        mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        relabel: bool,
+        attrs: &[(&str, AttrValue)],
+    ) -> anyhow::Result<u64> {
+        let mut first_err: Option<anyhow::Error> = None;
+        let mut keep = |r: anyhow::Result<()>| {
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        };
+        keep(self.append_buffers(coll));
+        let mut pruned = 0;
+        if relabel {
+            let (r, p) = self.relabel(detector);
+            keep(r);
+            pruned = p;
+        }
+        keep(self.write_globals(coll, names, detector, relabel));
+        keep(self.file.set_attrs(attrs));
+        keep(self.file.flush());
+        let file = self.file;
+        keep(file.close());
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(pruned),
+        }
+    }
+
+    /// Writes final labels and scores of the stored records (independent
+    /// writes of runs of consecutive rows).
+    fn relabel(&mut self, detector: &dyn Detector) -> (anyhow::Result<()>, u64) {
+        let mut pruned = 0u64;
+        let mut run: Vec<FinalVerdict> = Vec::new();
+        let mut run_start = (0u8, 0u64);
+        let mut result = Ok(());
+        let stored = std::mem::take(&mut self.stored);
+        for (k, s) in stored.iter().enumerate() {
+            let value = if self.use_inclusive {
+                s.inclusive
+            } else {
+                s.exclusive
+            };
+            let v = detector.label(s.fid, value);
+            if s.collection == 0 && s.label == LABEL_ANOMALY && v.label != Label::Anomaly {
+                pruned += 1;
+            }
+            if run.is_empty() {
+                run_start = (s.collection, s.row);
+            }
+            run.push(FinalVerdict {
+                final_label: label_code(v.label),
+                final_score: v.score,
+            });
+            let next_continues = stored
+                .get(k + 1)
+                .is_some_and(|n| n.collection == s.collection && n.row == s.row + 1);
+            if !next_continues {
+                let name = format!("{}/records", COLLECTIONS[run_start.0 as usize]);
+                if result.is_ok() {
+                    result = self.file.overwrite(&name, run_start.1, &run);
+                }
+                run.clear();
+            }
+        }
+        self.stored = stored;
+        (result, pruned)
+    }
+}
+
+/// Chimbuko's label code of a label.
+pub fn label_code(l: Label) -> i8 {
+    match l {
+        Label::Normal => LABEL_NORMAL,
+        Label::Anomaly => LABEL_ANOMALY,
+        Label::Unlabeled => LABEL_UNLABELED,
+    }
+}
+
+/// Moves local row references to file rows.
+fn shift(c: &mut Collection, rec_base: u64, base: &[u64]) {
+    for r in &mut c.records {
+        r.call_stack_start += base[0];
+        r.counter_events_start += base[1];
+        r.exec_window_start += base[2];
+        r.comm_window_start += base[3];
+        r.gpu_location_start += base[4];
+        r.gpu_parent_start += base[5];
+        r.node_state_start += base[6];
+    }
+    c.call_stack.iter_mut().for_each(|x| x.record += rec_base);
+    c.counter_events
+        .iter_mut()
+        .for_each(|x| x.record += rec_base);
+    c.exec_window.iter_mut().for_each(|x| x.record += rec_base);
+    c.comm_window.iter_mut().for_each(|x| x.record += rec_base);
+    c.gpu_location.iter_mut().for_each(|x| x.record += rec_base);
+    for x in &mut c.gpu_parent {
+        x.record += rec_base;
+        x.call_stack_start += base[0];
+    }
+    c.node_state.iter_mut().for_each(|x| x.record += rec_base);
+}
+
+/// An anomaly as the statistics see it.
+struct Anomaly {
+    fid: u32,
+    /// (program, rank, io_step): Chimbuko counts anomalies per rank and step.
+    bucket: (u32, u64, u64),
+    entry: u64,
+    exit: u64,
+    score: f64,
+    severity: u64,
+}
+
+fn anomaly_of(r: &ExecRecord) -> Anomaly {
+    Anomaly {
+        fid: r.fid,
+        bucket: (r.pid, r.rid, r.io_step),
+        entry: r.entry,
+        exit: r.exit,
+        score: r.outlier_score,
+        severity: r.runtime_exclusive,
+    }
+}
+
+/// Adds anomalies to the metrics; buckets are closed here, so the
+/// anomalies of one (stream, step) must come in one call.
+fn add_anomaly_metrics(stats: &mut GlobalStats, anomalies: &[Anomaly]) {
+    let mut buckets: HashMap<(u32, (u32, u64, u64)), u64> = HashMap::new();
+    for a in anomalies {
+        let f = stats.function(a.fid);
+        f.anomaly(a.bucket.2, a.entry, a.exit, a.score, a.severity);
+        *buckets.entry((a.fid, a.bucket)).or_default() += 1;
+    }
+    // Sorted, so that the (exact, order-free) sums see the same values.
+    let mut buckets: Vec<_> = buckets.into_iter().collect();
+    buckets.sort_unstable();
+    for ((fid, _), n) in buckets {
+        stats.function(fid).close_bucket(n);
+    }
+}
+
+fn func_stats_row(f: u32, s: &stats::FunctionStats, names: &GlobalNames) -> FuncStatsRow {
+    let any = s.severity.n > 0;
+    FuncStatsRow {
+        pid: names.functions.program(f),
+        fid: f,
+        fname: fixed(names.functions.name(f)),
+        inclusive: stats::run_stats(&s.inclusive, 1.0),
+        exclusive: stats::run_stats(&s.exclusive, 1.0),
+        anomaly_count: stats::run_stats(&s.anomaly_count, 1.0),
+        total_anomalies: s.severity.n,
+        first_io_step: if any { s.first_io_step } else { 0 },
+        last_io_step: if any { s.last_io_step } else { 0 },
+        min_timestamp: if any { s.min_timestamp } else { 0 },
+        max_timestamp: if any { s.max_timestamp } else { 0 },
+        score: stats::run_stats(&s.score, stats::SCORE_SCALE),
+        severity: stats::run_stats(&s.severity, 1.0),
+    }
+}
+
+fn model_row(
+    io_step: u64,
+    f: u32,
+    s: &ModelSnapshot,
+    names: &GlobalNames,
+    hist_start: u64,
+) -> ModelRow {
+    ModelRow {
+        io_step,
+        pid: names.functions.program(f),
+        fid: f,
+        func: fixed(names.functions.name(f)),
+        count: s.count,
+        mean: s.mean,
+        stddev: s.stddev,
+        skewness: s.skewness,
+        kurtosis: s.kurtosis,
+        minimum: s.minimum,
+        maximum: s.maximum,
+        threshold: s.threshold,
+        hist_first_edge: s.hist_first_edge,
+        hist_bin_width: s.hist_bin_width,
+        hist_start,
+        hist_len: s.hist_counts.len() as u32,
+    }
+}
