@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use chimbuko_mpi::dump::{self, DumpOptions};
+use chimbuko_mpi::output::read::{export_json, print_inspect, Provenance};
 use chimbuko_mpi::synth;
 use chimbuko_mpi::trace::adios::{Engine, ReadOptions};
 use chimbuko_mpi::trace::tau::TauReaderOptions;
@@ -30,6 +31,32 @@ enum Command {
     Dump(DumpArgs),
     /// Analyse TAU streams on N AD ranks (under mpirun): label every execution.
     Run(chimbuko_mpi::run::RunArgs),
+    /// Summarise a provenance file: run parameters, anomalies per function
+    /// and rank, the worst anomalies with their call stacks.
+    Inspect(InspectArgs),
+    /// Export a provenance file as Chimbuko's JSON documents.
+    Export(ExportArgs),
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// Provenance file written by `run`.
+    file: PathBuf,
+    /// Rows of the per-function table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// Write JSON documents (anomalies, normalexecs, metadata, func_stats,
+    /// counter_stats, ad_model) with the field names of Chimbuko's schema.
+    #[arg(long, required = true)]
+    json: bool,
+    /// Provenance file written by `run`.
+    file: PathBuf,
+    /// Directory for the JSON files (created if missing).
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -87,6 +114,21 @@ fn run_dump(a: DumpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
+    let p = Provenance::load(&a.file)?;
+    let stdout = std::io::stdout();
+    print_inspect(&p, &mut stdout.lock(), a.top)?;
+    Ok(())
+}
+
+fn run_export(a: ExportArgs) -> anyhow::Result<()> {
+    let p = Provenance::load(&a.file)?;
+    for (name, n) in export_json(&p, &a.out)? {
+        println!("{}: {n} documents", a.out.join(name).display());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     chimbuko_mpi::tuning::tune_allocator();
     let cli = Cli::parse();
@@ -94,6 +136,8 @@ fn main() -> ExitCode {
         Command::Synth(a) => synth::run_cli(a),
         Command::Dump(a) => run_dump(a),
         Command::Run(a) => chimbuko_mpi::run::run_cli(a),
+        Command::Inspect(a) => run_inspect(a),
+        Command::Export(a) => run_export(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

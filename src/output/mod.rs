@@ -10,6 +10,7 @@
 
 pub mod collect;
 pub mod hdf5file;
+pub mod read;
 pub mod records;
 pub mod stats;
 

@@ -1,0 +1,488 @@
+//! Reading a provenance file back: `chimbuko-mpi inspect` (a summary for
+//! people) and `chimbuko-mpi export --json` (Chimbuko's JSON documents, so
+//! that existing Chimbuko analysis scripts work on our output).
+//!
+//! Reads with the serial HDF5 driver: no MPI needed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use hdf5::H5Type;
+use serde_json::{json, Value};
+
+use super::records::*;
+use super::COLLECTIONS;
+
+/// One collection of records with its companion tables.
+pub struct CollectionData {
+    pub records: Vec<ExecRecord>,
+    pub call_stack: Vec<CallStackRow>,
+    pub counter_events: Vec<CounterEventRow>,
+    pub exec_window: Vec<ExecWindowRow>,
+    pub comm_window: Vec<CommWindowRow>,
+    pub gpu_location: Vec<GpuLocationRow>,
+    pub gpu_parent: Vec<GpuParentRow>,
+    pub node_state: Vec<NodeStateRow>,
+}
+
+/// Everything in a provenance file.
+pub struct Provenance {
+    pub attrs: BTreeMap<String, String>,
+    pub collections: Vec<CollectionData>,
+    pub functions: Vec<FunctionRow>,
+    pub counters: Vec<CounterRow>,
+    pub func_stats: Vec<FuncStatsRow>,
+    pub counter_stats: Vec<CounterStatsRow>,
+    pub ad_model: Vec<ModelRow>,
+    pub ad_model_hist: Vec<u64>,
+    pub model_params: Vec<ModelRow>,
+    pub model_params_hist: Vec<u64>,
+    pub metadata: Vec<MetadataRow>,
+    pub steps: Vec<StepRow>,
+}
+
+fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
+    if !f.link_exists(name) {
+        return Ok(Vec::new());
+    }
+    f.dataset(name)
+        .and_then(|d| d.read_raw::<T>())
+        .with_context(|| format!("reading {name}"))
+}
+
+impl Provenance {
+    pub fn load(path: &Path) -> anyhow::Result<Provenance> {
+        let f = hdf5::File::open(path)
+            .with_context(|| format!("opening provenance file {}", path.display()))?;
+        let mut attrs = BTreeMap::new();
+        for name in f.attr_names().unwrap_or_default() {
+            let Ok(a) = f.attr(&name) else { continue };
+            let text = if let Ok(s) = a.read_scalar::<hdf5::types::VarLenUnicode>() {
+                s.as_str().to_owned()
+            } else if let Ok(x) = a.read_scalar::<u64>() {
+                x.to_string()
+            } else if let Ok(x) = a.read_scalar::<f64>() {
+                x.to_string()
+            } else {
+                continue;
+            };
+            attrs.insert(name, text);
+        }
+        let mut collections = Vec::new();
+        for c in COLLECTIONS {
+            collections.push(CollectionData {
+                records: table(&f, &format!("{c}/records"))?,
+                call_stack: table(&f, &format!("{c}/call_stack"))?,
+                counter_events: table(&f, &format!("{c}/counter_events"))?,
+                exec_window: table(&f, &format!("{c}/exec_window"))?,
+                comm_window: table(&f, &format!("{c}/comm_window"))?,
+                gpu_location: table(&f, &format!("{c}/gpu_location"))?,
+                gpu_parent: table(&f, &format!("{c}/gpu_parent"))?,
+                node_state: table(&f, &format!("{c}/node_state"))?,
+            });
+        }
+        Ok(Provenance {
+            attrs,
+            collections,
+            functions: table(&f, "functions")?,
+            counters: table(&f, "counters")?,
+            func_stats: table(&f, "func_stats")?,
+            counter_stats: table(&f, "counter_stats")?,
+            ad_model: table(&f, "ad_model")?,
+            ad_model_hist: table(&f, "ad_model_hist")?,
+            model_params: table(&f, "model_params")?,
+            model_params_hist: table(&f, "model_params_hist")?,
+            metadata: table(&f, "metadata")?,
+            steps: table(&f, "steps")?,
+        })
+    }
+
+    /// Full name of a function (records hold a possibly cut copy).
+    pub fn function_name(&self, fid: u32) -> String {
+        self.functions.get(fid as usize).map_or_else(
+            || format!("<function {fid}>"),
+            |f| f.name.as_str().to_owned(),
+        )
+    }
+
+    fn counter_name(&self, c: u32) -> String {
+        self.counters
+            .get(c as usize)
+            .map_or_else(|| format!("<counter {c}>"), |x| x.name.as_str().to_owned())
+    }
+
+    /// Records of collection `c` that keep their label after the end-of-run
+    /// re-evaluation (anomalies still anomalous, normal samples still normal).
+    pub fn kept(&self, c: usize) -> impl Iterator<Item = (usize, &ExecRecord)> {
+        let want = if c == 0 { LABEL_ANOMALY } else { LABEL_NORMAL };
+        self.collections[c]
+            .records
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.final_label == want)
+    }
+}
+
+fn slice<T>(v: &[T], start: u64, len: u32) -> &[T] {
+    let s = (start as usize).min(v.len());
+    let e = (s + len as usize).min(v.len());
+    &v[s..e]
+}
+
+/// Chimbuko's RunStats JSON.
+fn run_stats_json(s: &RunStatsRow) -> Value {
+    json!({
+        "accumulate": s.accumulate,
+        "count": s.count,
+        "kurtosis": s.kurtosis,
+        "maximum": s.maximum,
+        "mean": s.mean,
+        "minimum": s.minimum,
+        "skewness": s.skewness,
+        "stddev": s.stddev,
+    })
+}
+
+/// `algo_params` / `model` of Chimbuko's schema: RunStats for SSTD-like
+/// models, a histogram with the internal threshold for histogram models.
+fn model_json(m: &ModelRow, hist: &[u64]) -> Value {
+    let counts = slice(hist, m.hist_start, m.hist_len);
+    if counts.is_empty() {
+        return json!({
+            "accumulate": m.mean * m.count as f64,
+            "count": m.count,
+            "kurtosis": m.kurtosis,
+            "maximum": m.maximum,
+            "mean": m.mean,
+            "minimum": m.minimum,
+            "skewness": m.skewness,
+            "stddev": m.stddev,
+        });
+    }
+    let edges: Vec<f64> = (0..=counts.len())
+        .map(|b| m.hist_first_edge + b as f64 * m.hist_bin_width)
+        .collect();
+    json!({
+        "histogram": {
+            "Histogram Bin Counts": counts,
+            "Histogram Bin Edges": edges,
+        },
+        "internal_global_threshold": m.threshold,
+    })
+}
+
+fn call_stack_json(p: &Provenance, rows: &[CallStackRow]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|r| {
+                json!({
+                    "entry": r.entry,
+                    "exit": r.exit,
+                    "fid": r.fid,
+                    "func": p.function_name(r.fid),
+                    "event_id": r.event_id.as_str(),
+                    "is_anomaly": r.is_anomaly != 0,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One record as Chimbuko's function event JSON (schema version 2).
+pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
+    let d = &p.collections[c];
+    let r = &d.records[index];
+    let counters: Vec<Value> = slice(
+        &d.counter_events,
+        r.counter_events_start,
+        r.counter_events_len,
+    )
+    .iter()
+    .map(|x| {
+        json!({
+            "counter_idx": x.counter_idx,
+            "counter_name": p.counter_name(x.counter_idx),
+            "counter_value": x.counter_value,
+            "pid": x.pid, "rid": x.rid, "tid": x.tid, "ts": x.ts,
+        })
+    })
+    .collect();
+    let exec_window: Vec<Value> = slice(&d.exec_window, r.exec_window_start, r.exec_window_len)
+        .iter()
+        .map(|w| {
+            json!({
+                "entry": w.entry,
+                "exit": w.exit,
+                "fid": w.fid,
+                "func": p.function_name(w.fid),
+                "event_id": w.event_id.as_str(),
+                "parent_event_id": w.parent_event_id.as_str(),
+                "is_anomaly": w.is_anomaly != 0,
+            })
+        })
+        .collect();
+    let comm_window: Vec<Value> = slice(&d.comm_window, r.comm_window_start, r.comm_window_len)
+        .iter()
+        .map(|m| {
+            json!({
+                "type": if m.kind == 0 { "SEND" } else { "RECV" },
+                "pid": m.pid, "rid": m.rid, "tid": m.tid,
+                "src": m.src, "tar": m.tar,
+                "bytes": if m.bytes == u64::MAX { Value::Null } else { json!(m.bytes) },
+                "tag": m.tag,
+                "timestamp": m.timestamp,
+                "execdata_key": m.execdata_key.as_str(),
+            })
+        })
+        .collect();
+    let gpu_location = slice(&d.gpu_location, r.gpu_location_start, r.gpu_location_len)
+        .first()
+        .map_or(Value::Null, |g| {
+            json!({
+                "context": g.context.as_str(),
+                "device": g.device.as_str(),
+                "stream": g.stream.as_str(),
+                "thread": g.thread,
+            })
+        });
+    let gpu_parent = slice(&d.gpu_parent, r.gpu_parent_start, r.gpu_parent_len)
+        .first()
+        .map_or(Value::Null, |g| {
+            if !g.error.as_str().is_empty() {
+                return json!(g.error.as_str());
+            }
+            json!({
+                "event_id": g.event_id.as_str(),
+                "tid": g.tid,
+                "call_stack": call_stack_json(p, slice(&d.call_stack, g.call_stack_start, g.call_stack_len)),
+            })
+        });
+    let node = slice(&d.node_state, r.node_state_start, r.node_state_len);
+    let node_state = if node.is_empty() {
+        Value::Null
+    } else {
+        json!({
+            "timestamp": node.iter().map(|n| n.timestamp).max().unwrap_or(0),
+            "data": node.iter().map(|n| json!({"field": n.field.as_str(), "value": n.value})).collect::<Vec<_>>(),
+        })
+    };
+    let algo_params = p
+        .model_params
+        .get(r.model_row as usize)
+        .map_or(Value::Null, |m| model_json(m, &p.model_params_hist));
+    json!({
+        "__id": index,
+        "version": 2,
+        "pid": r.pid, "rid": r.rid, "tid": r.tid,
+        "event_id": r.event_id.as_str(),
+        "fid": r.fid,
+        "func": p.function_name(r.fid),
+        "entry": r.entry,
+        "exit": r.exit,
+        "runtime_total": r.runtime_total,
+        "runtime_exclusive": r.runtime_exclusive,
+        "io_step": r.io_step,
+        "io_step_tstart": r.io_step_tstart,
+        "io_step_tend": r.io_step_tend,
+        "outlier_score": r.final_score,
+        "outlier_severity": r.outlier_severity,
+        "hostname": r.hostname.as_str(),
+        "is_gpu_event": r.is_gpu_event != 0,
+        "call_stack": call_stack_json(p, own_stack(slice(&d.call_stack, r.call_stack_start, r.call_stack_len))),
+        "counter_events": counters,
+        "gpu_location": gpu_location,
+        "gpu_parent": gpu_parent,
+        "event_window": {"exec_window": exec_window, "comm_window": comm_window},
+        "node_state": node_state,
+        "algo_params": algo_params,
+    })
+}
+
+/// The record's own frames (its GPU parent's stack follows them).
+fn own_stack(rows: &[CallStackRow]) -> &[CallStackRow] {
+    let n = rows.iter().take_while(|r| r.of_gpu_parent == 0).count();
+    &rows[..n]
+}
+
+fn write_array(dir: &Path, name: &str, items: impl Iterator<Item = Value>) -> anyhow::Result<u64> {
+    let path = dir.join(name);
+    let file =
+        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let mut n = 0u64;
+    let res = (|| -> std::io::Result<()> {
+        out.write_all(b"[")?;
+        for (i, v) in items.enumerate() {
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            serde_json::to_writer(&mut out, &v)?;
+            n += 1;
+        }
+        out.write_all(b"]\n")?;
+        out.flush()
+    })();
+    res.with_context(|| format!("writing {}", path.display()))?;
+    Ok(n)
+}
+
+/// Writes Chimbuko's collections as JSON arrays into `dir`; returns the
+/// files written with their number of documents.
+pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut done = Vec::new();
+    let n = write_array(
+        dir,
+        "anomalies.json",
+        p.kept(0).map(|(i, _)| record_json(p, 0, i)),
+    )?;
+    done.push(("anomalies.json".to_owned(), n));
+    let n = write_array(
+        dir,
+        "normalexecs.json",
+        p.kept(1).map(|(i, _)| record_json(p, 1, i)),
+    )?;
+    done.push(("normalexecs.json".to_owned(), n));
+    let n = write_array(
+        dir,
+        "metadata.json",
+        p.metadata.iter().enumerate().map(|(i, m)| {
+            json!({"__id": i, "pid": m.pid, "rid": m.rid, "tid": m.tid,
+                   "descr": m.descr.as_str(), "value": m.value.as_str()})
+        }),
+    )?;
+    done.push(("metadata.json".to_owned(), n));
+    let n = write_array(
+        dir,
+        "func_stats.json",
+        p.func_stats.iter().enumerate().map(|(i, f)| {
+            let metrics = if f.total_anomalies == 0 {
+                Value::Null
+            } else {
+                json!({
+                    "anomaly_count": run_stats_json(&f.anomaly_count),
+                    "first_io_step": f.first_io_step,
+                    "last_io_step": f.last_io_step,
+                    "min_timestamp": f.min_timestamp,
+                    "max_timestamp": f.max_timestamp,
+                    "score": run_stats_json(&f.score),
+                    "severity": run_stats_json(&f.severity),
+                })
+            };
+            json!({
+                "__id": i,
+                "app": f.pid,
+                "fid": f.fid,
+                "fname": p.function_name(f.fid),
+                "anomaly_metrics": metrics,
+                "runtime_profile": {
+                    "exclusive_runtime": run_stats_json(&f.exclusive),
+                    "inclusive_runtime": run_stats_json(&f.inclusive),
+                },
+            })
+        }),
+    )?;
+    done.push(("func_stats.json".to_owned(), n));
+    let n = write_array(
+        dir,
+        "counter_stats.json",
+        p.counter_stats.iter().enumerate().map(|(i, c)| {
+            json!({"__id": i, "app": 0, "counter": p.counter_name(c.counter_idx),
+                   "stats": run_stats_json(&c.stats)})
+        }),
+    )?;
+    done.push(("counter_stats.json".to_owned(), n));
+    let n = write_array(
+        dir,
+        "ad_model.json",
+        p.ad_model.iter().enumerate().map(|(i, m)| {
+            json!({"__id": i, "pid": m.pid, "fid": m.fid,
+                   "func_name": p.function_name(m.fid),
+                   "model": model_json(m, &p.ad_model_hist)})
+        }),
+    )?;
+    done.push(("ad_model.json".to_owned(), n));
+    Ok(done)
+}
+
+/// The human summary of `chimbuko-mpi inspect`.
+pub fn print_inspect(p: &Provenance, out: &mut dyn Write, top: usize) -> std::io::Result<()> {
+    writeln!(out, "run")?;
+    for (k, v) in &p.attrs {
+        writeln!(out, "  {k}: {v}")?;
+    }
+    let anomalies: Vec<&ExecRecord> = p.kept(0).map(|(_, r)| r).collect();
+    let in_situ = p.collections[0]
+        .records
+        .iter()
+        .filter(|r| r.label == LABEL_ANOMALY)
+        .count();
+    writeln!(
+        out,
+        "\n{} anomalies ({} labelled in situ; {} normal samples), {} functions, {} steps x streams",
+        anomalies.len(),
+        in_situ,
+        p.kept(1).count(),
+        p.functions.len(),
+        p.steps.len()
+    )?;
+
+    let mut by_func: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
+    let mut by_rank: BTreeMap<(u32, u64), u64> = BTreeMap::new();
+    for r in &anomalies {
+        let e = by_func.entry(r.fid).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(r.final_score);
+        *by_rank.entry((r.pid, r.rid)).or_default() += 1;
+    }
+    let mut funcs: Vec<(u32, (u64, f64))> = by_func.into_iter().collect();
+    funcs.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+    writeln!(out, "\nanomalies per function")?;
+    writeln!(out, "{:>9} {:>10}  function", "anomalies", "max score")?;
+    for (fid, (n, max)) in funcs.iter().take(top) {
+        writeln!(out, "{n:>9} {max:>10.2}  {}", p.function_name(*fid))?;
+    }
+    writeln!(out, "\nanomalies per rank (program:rank)")?;
+    let line: Vec<String> = by_rank
+        .iter()
+        .map(|((pid, rid), n)| format!("{pid}:{rid}={n}"))
+        .collect();
+    writeln!(out, "  {}", line.join("  "))?;
+
+    let mut worst: Vec<(usize, &ExecRecord)> = p.kept(0).collect();
+    worst.sort_by(|a, b| {
+        b.1.final_score
+            .total_cmp(&a.1.final_score)
+            .then(a.1.event_id.as_str().cmp(b.1.event_id.as_str()))
+    });
+    writeln!(out, "\nworst anomalies")?;
+    let d = &p.collections[0];
+    for (_, r) in worst.iter().take(top.min(5)) {
+        writeln!(
+            out,
+            "  {} {} on rank {} thread {}: exclusive {} us, total {} us, score {:.2}, step {}",
+            r.event_id.as_str(),
+            p.function_name(r.fid),
+            r.rid,
+            r.tid,
+            r.runtime_exclusive,
+            r.runtime_total,
+            r.final_score,
+            r.io_step
+        )?;
+        for f in own_stack(slice(&d.call_stack, r.call_stack_start, r.call_stack_len)) {
+            writeln!(
+                out,
+                "      {:indent$}{} ({}{})",
+                "",
+                p.function_name(f.fid),
+                f.event_id.as_str(),
+                if f.exit == 0 { ", still running" } else { "" },
+                indent = 2 * f.level as usize
+            )?;
+        }
+    }
+    Ok(())
+}
