@@ -11,15 +11,20 @@
 //!   strings in the tables (attributes may be variable-length: they are
 //!   written collectively with identical values).
 //!
-//! After a collective call fails on one rank the others may still be inside
-//! it; so a failed write does not stop the sequence of collective calls of a
-//! flush — the error is remembered and returned at its end, and the step's
-//! status exchange stops every rank together.
+//! A collective call that fails on one rank while the others wait inside it
+//! would hang the job, so the writer (`super::ProvenanceWriter`) separates
+//! collective metadata calls from independent data writes and agrees on
+//! success (an allreduce) after each phase: once any rank failed, no rank
+//! makes another HDF5 call but the final close. Datasets are created with
+//! fill time "never", so growing a table writes no data: disk-full errors
+//! surface in the independent writes and flushes, where they are caught and
+//! shared.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use hdf5::dataset::FillTime;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, H5Type};
 
@@ -108,6 +113,7 @@ impl ProvenanceFile {
             .file
             .new_dataset::<T>()
             .chunk(CHUNK_ROWS)
+            .fill_time(FillTime::Never)
             .shape(0..)
             .create(name)
             .with_context(|| format!("creating table {name}"))?;
@@ -120,62 +126,46 @@ impl ProvenanceFile {
         self.tables.get(name).map_or(0, |t| t.1)
     }
 
-    /// Grows table `name` by `total` rows (collective) and writes this
-    /// rank's `rows` at `offset` within the new rows (independent). Returns
-    /// the table's length before the append.
-    pub fn append<T: H5Type>(
-        &mut self,
-        name: &str,
-        rows: &[T],
-        offset: u64,
-        total: u64,
-    ) -> anyhow::Result<u64> {
+    /// Grows table `name` by `total` rows (collective: every rank calls it
+    /// with the same `total`); returns the length before. New chunks are
+    /// not filled (fill time "never"), so this writes no data.
+    pub fn grow(&mut self, name: &str, total: u64) -> anyhow::Result<u64> {
         let (ds, len) = self
             .tables
             .get_mut(name)
             .with_context(|| format!("table {name} was never created"))?;
         let base = *len;
-        if total == 0 {
-            return Ok(base);
-        }
-        ds.resize(((base + total) as usize,))
-            .with_context(|| format!("extending {name} to {} rows", base + total))?;
-        *len = base + total;
-        if !rows.is_empty() {
-            let start = (base + offset) as usize;
-            ds.as_writer()
-                .write_slice(rows, start..start + rows.len())
-                .with_context(|| format!("writing {} rows to {name}", rows.len()))?;
+        if total > 0 {
+            ds.resize(((base + total) as usize,))
+                .with_context(|| format!("extending {name} to {} rows", base + total))?;
+            *len = base + total;
         }
         Ok(base)
     }
 
-    /// Writes `rows` over rows `start..` of an existing table (independent;
-    /// with a type holding a subset of the table's fields, only those are
-    /// written — HDF5 matches compound members by name).
-    pub fn overwrite<T: H5Type>(&self, name: &str, start: u64, rows: &[T]) -> anyhow::Result<()> {
+    /// Writes this rank's `rows` at row `start` of table `name`
+    /// (independent: no other rank takes part). With a type holding a
+    /// subset of the table's fields only those are written: HDF5 matches
+    /// compound members by name.
+    pub fn write_rows<T: H5Type>(&self, name: &str, start: u64, rows: &[T]) -> anyhow::Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        let ds = self
-            .file
-            .dataset(name)
-            .with_context(|| format!("opening {name}"))?;
+        let (ds, _) = self
+            .tables
+            .get(name)
+            .with_context(|| format!("table {name} was never created"))?;
         let s = start as usize;
         ds.as_writer()
             .write_slice(rows, s..s + rows.len())
-            .with_context(|| format!("rewriting rows {s}.. of {name}"))
+            .with_context(|| format!("writing {} rows to {name}", rows.len()))
     }
 
-    /// Replaces a whole (small, global) table: every rank passes the same
-    /// rows; rank 0 writes them (collective).
-    pub fn replace<T: H5Type>(
-        &mut self,
-        name: &str,
-        rows: &[T],
-        coll: &Collectives,
-    ) -> anyhow::Result<()> {
+    /// Replaces a whole (small, global) table by an empty one of `len`
+    /// rows (collective); fill it with [`ProvenanceFile::write_rows`].
+    pub fn recreate<T: H5Type>(&mut self, name: &str, len: u64) -> anyhow::Result<()> {
         self.ensure_groups(name)?;
+        self.tables.remove(name);
         if self.file.link_exists(name) {
             self.file
                 .unlink(name)
@@ -184,14 +174,11 @@ impl ProvenanceFile {
         let ds = self
             .file
             .new_dataset::<T>()
-            .shape((rows.len(),))
+            .fill_time(FillTime::Never)
+            .shape((len as usize,))
             .create(name)
             .with_context(|| format!("creating {name}"))?;
-        if coll.rank() == 0 && !rows.is_empty() {
-            ds.as_writer()
-                .write(rows)
-                .with_context(|| format!("writing {name}"))?;
-        }
+        self.tables.insert(name.to_owned(), (ds, len));
         Ok(())
     }
 

@@ -17,6 +17,8 @@ pub mod stats;
 use std::collections::HashMap;
 use std::path::Path;
 
+use anyhow::bail;
+
 use crate::collectives::Collectives;
 use crate::detect::{Detector, Label, ModelSnapshot};
 use crate::run::names::GlobalNames;
@@ -81,6 +83,8 @@ pub struct ProvenanceWriter {
     use_inclusive: bool,
     /// Records already in `collections` before this step's snapshots.
     step_from: [usize; 2],
+    /// A write failed (on some rank): no more HDF5 calls but the close.
+    broken: bool,
 }
 
 impl ProvenanceWriter {
@@ -122,6 +126,7 @@ impl ProvenanceWriter {
             stats: GlobalStats::default(),
             use_inclusive,
             step_from: [0, 0],
+            broken: false,
         })
     }
 
@@ -194,7 +199,7 @@ impl ProvenanceWriter {
     }
 
     /// Appends everything buffered and rewrites the global tables
-    /// (collective). `stats` must be this rank's running statistics.
+    /// (collective).
     pub fn flush(
         &mut self,
         coll: &Collectives,
@@ -202,20 +207,39 @@ impl ProvenanceWriter {
         detector: &dyn Detector,
         attrs: &[(&str, AttrValue)],
     ) -> anyhow::Result<()> {
-        let mut first_err: Option<anyhow::Error> = None;
-        let mut keep = |r: anyhow::Result<()>| {
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
-        };
-        keep(self.append_buffers(coll));
-        keep(self.write_globals(coll, names, detector, false));
-        keep(self.file.set_attrs(attrs));
-        keep(self.file.flush());
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(()),
+        self.append_buffers(coll)?;
+        self.write_globals(coll, names, detector, false)?;
+        let r = self.usable().and_then(|_| self.file.set_attrs(attrs));
+        self.agreed(coll, r)?;
+        let r = self.usable().and_then(|_| self.file.flush());
+        self.agreed(coll, r)
+    }
+
+    /// Fails once the file is unusable (the same on every rank).
+    fn usable(&self) -> anyhow::Result<()> {
+        if self.broken {
+            bail!(
+                "provenance file {} is unusable after an earlier write error",
+                self.file.path().display()
+            );
         }
+        Ok(())
+    }
+
+    /// Ends a phase of HDF5 calls: every rank learns whether any failed
+    /// (collective). After a failure the file is unusable on all ranks, so
+    /// they keep making the same (no) HDF5 calls and none can hang in one.
+    fn agreed(&mut self, coll: &Collectives, r: anyhow::Result<()>) -> anyhow::Result<()> {
+        let failed = coll.allreduce_sum(&[r.is_err() as u64])[0];
+        if failed == 0 {
+            return Ok(());
+        }
+        self.broken = true;
+        r?;
+        bail!(
+            "writing provenance file {} failed on another AD rank (see its message)",
+            self.file.path().display()
+        )
     }
 
     /// Rows each table receives from this rank in this flush.
@@ -241,88 +265,81 @@ impl ProvenanceWriter {
         v
     }
 
-    /// Appends the buffered rows of every table. All collective calls are
-    /// made even after an error (see `hdf5file`), and the buffers are
-    /// emptied either way.
+    /// Names of the appendable tables, in the order of [`table_counts`].
+    fn table_names() -> Vec<String> {
+        let mut v = Vec::new();
+        for c in COLLECTIONS {
+            v.push(format!("{c}/records"));
+            v.extend(COMPANIONS.iter().map(|t| format!("{c}/{t}")));
+        }
+        v.extend(
+            [
+                "metadata",
+                "steps",
+                "ad_perf",
+                "model_params",
+                "model_params_hist",
+            ]
+            .map(String::from),
+        );
+        v
+    }
+
+    /// Appends the buffered rows of every table in two agreed phases: grow
+    /// every table (collective), then write this rank's rows (independent).
+    /// The buffers are emptied either way.
     fn append_buffers(&mut self, coll: &Collectives) -> anyhow::Result<()> {
+        let names = Self::table_names();
         let counts = self.table_counts();
         let (off, tot) = coll.append_offsets(&counts);
-        let mut err: Option<anyhow::Error> = None;
+        let mut bases = vec![0u64; names.len()];
+        let r = self.usable().and_then(|_| {
+            for (k, name) in names.iter().enumerate() {
+                bases[k] = self.file.grow(name, tot[k])?;
+            }
+            Ok(())
+        });
+        self.agreed(coll, r)?;
+        // Where this rank's rows start in each table.
+        let start: Vec<u64> = bases.iter().zip(&off).map(|(b, o)| b + o).collect();
         let per = 1 + COMPANIONS.len();
-        // Models first: records point into them by row, known already.
-        let mi = 2 * per;
-        let hist_base = self.file.len("model_params_hist") + off[mi + 4];
+        let g = 2 * per;
         for m in &mut self.models {
-            m.hist_start += hist_base;
+            m.hist_start += start[g + 4];
+        }
+        let mut collections = std::mem::take(&mut self.collections);
+        for (ci, c) in collections.iter_mut().enumerate() {
+            let s = &start[ci * per..(ci + 1) * per];
+            shift(c, s[0], &s[1..]);
+            self.remember(ci as u8, s[0], &c.records);
         }
         let models = std::mem::take(&mut self.models);
         let hist = std::mem::take(&mut self.model_hist);
-        let r = self
-            .file
-            .append("model_params", &models, off[mi + 3], tot[mi + 3])
-            .and_then(|_| {
-                self.file
-                    .append("model_params_hist", &hist, off[mi + 4], tot[mi + 4])
-            });
-        if let Err(e) = r {
-            err.get_or_insert(e);
-        }
-        for (ci, name) in COLLECTIONS.iter().enumerate() {
-            let o = &off[ci * per..(ci + 1) * per];
-            let t = &tot[ci * per..(ci + 1) * per];
-            let mut c = std::mem::take(&mut self.collections[ci]);
-            let rec_base = self.file.len(&format!("{name}/records")) + o[0];
-            let base: Vec<u64> = COMPANIONS
-                .iter()
-                .enumerate()
-                .map(|(k, comp)| self.file.len(&format!("{name}/{comp}")) + o[k + 1])
-                .collect();
-            shift(&mut c, rec_base, &base);
-            self.remember(ci as u8, rec_base, &c.records);
-            let r = (|| -> anyhow::Result<()> {
-                self.file
-                    .append(&format!("{name}/records"), &c.records, o[0], t[0])?;
-                self.file
-                    .append(&format!("{name}/call_stack"), &c.call_stack, o[1], t[1])?;
-                self.file.append(
-                    &format!("{name}/counter_events"),
-                    &c.counter_events,
-                    o[2],
-                    t[2],
-                )?;
-                self.file
-                    .append(&format!("{name}/exec_window"), &c.exec_window, o[3], t[3])?;
-                self.file
-                    .append(&format!("{name}/comm_window"), &c.comm_window, o[4], t[4])?;
-                self.file
-                    .append(&format!("{name}/gpu_location"), &c.gpu_location, o[5], t[5])?;
-                self.file
-                    .append(&format!("{name}/gpu_parent"), &c.gpu_parent, o[6], t[6])?;
-                self.file
-                    .append(&format!("{name}/node_state"), &c.node_state, o[7], t[7])?;
-                Ok(())
-            })();
-            if let Err(e) = r {
-                err.get_or_insert(e);
-            }
-        }
-        self.step_from = [0, 0];
-        let g = 2 * per;
         let metadata = std::mem::take(&mut self.metadata);
         let steps = std::mem::take(&mut self.steps);
         let perf = std::mem::take(&mut self.perf);
-        let r = self
-            .file
-            .append("metadata", &metadata, off[g], tot[g])
-            .and_then(|_| self.file.append("steps", &steps, off[g + 1], tot[g + 1]))
-            .and_then(|_| self.file.append("ad_perf", &perf, off[g + 2], tot[g + 2]));
-        if let Err(e) = r {
-            err.get_or_insert(e);
-        }
-        match err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.step_from = [0, 0];
+        let f = &self.file;
+        let r = self.usable().and_then(|_| {
+            for (ci, c) in collections.iter().enumerate() {
+                let n = &names[ci * per..(ci + 1) * per];
+                let s = &start[ci * per..(ci + 1) * per];
+                f.write_rows(&n[0], s[0], &c.records)?;
+                f.write_rows(&n[1], s[1], &c.call_stack)?;
+                f.write_rows(&n[2], s[2], &c.counter_events)?;
+                f.write_rows(&n[3], s[3], &c.exec_window)?;
+                f.write_rows(&n[4], s[4], &c.comm_window)?;
+                f.write_rows(&n[5], s[5], &c.gpu_location)?;
+                f.write_rows(&n[6], s[6], &c.gpu_parent)?;
+                f.write_rows(&n[7], s[7], &c.node_state)?;
+            }
+            f.write_rows(&names[g], start[g], &metadata)?;
+            f.write_rows(&names[g + 1], start[g + 1], &steps)?;
+            f.write_rows(&names[g + 2], start[g + 2], &perf)?;
+            f.write_rows(&names[g + 3], start[g + 3], &models)?;
+            f.write_rows(&names[g + 4], start[g + 4], &hist)
+        });
+        self.agreed(coll, r)
     }
 
     /// Keeps what the re-evaluation needs of flushed records, up to the
@@ -431,19 +448,48 @@ impl ProvenanceWriter {
             model_rows.push(model_row(u64::MAX, f, &s, names, hist.len() as u64));
             hist.extend_from_slice(&s.hist_counts);
         }
-        self.file.replace("functions", &functions, coll)?;
-        self.file.replace("counters", &counters, coll)?;
-        self.file.replace("func_stats", &func_stats, coll)?;
-        self.file.replace("counter_stats", &counter_stats, coll)?;
-        self.file.replace("ad_model", &model_rows, coll)?;
-        self.file.replace("ad_model_hist", &hist, coll)?;
-        Ok(())
+        let tables: [(&str, u64); 6] = [
+            ("functions", functions.len() as u64),
+            ("counters", counters.len() as u64),
+            ("func_stats", func_stats.len() as u64),
+            ("counter_stats", counter_stats.len() as u64),
+            ("ad_model", model_rows.len() as u64),
+            ("ad_model_hist", hist.len() as u64),
+        ];
+        let f = &mut self.file;
+        let r = if self.broken {
+            Ok(())
+        } else {
+            f.recreate::<FunctionRow>(tables[0].0, tables[0].1)
+                .and_then(|_| f.recreate::<CounterRow>(tables[1].0, tables[1].1))
+                .and_then(|_| f.recreate::<FuncStatsRow>(tables[2].0, tables[2].1))
+                .and_then(|_| f.recreate::<CounterStatsRow>(tables[3].0, tables[3].1))
+                .and_then(|_| f.recreate::<ModelRow>(tables[4].0, tables[4].1))
+                .and_then(|_| f.recreate::<u64>(tables[5].0, tables[5].1))
+        };
+        let r = self.usable().and(r);
+        self.agreed(coll, r)?;
+        // Identical on every rank: rank 0 writes them.
+        let f = &self.file;
+        let r = if coll.rank() == 0 {
+            f.write_rows("functions", 0, &functions)
+                .and_then(|_| f.write_rows("counters", 0, &counters))
+                .and_then(|_| f.write_rows("func_stats", 0, &func_stats))
+                .and_then(|_| f.write_rows("counter_stats", 0, &counter_stats))
+                .and_then(|_| f.write_rows("ad_model", 0, &model_rows))
+                .and_then(|_| f.write_rows("ad_model_hist", 0, &hist))
+        } else {
+            Ok(())
+        };
+        self.agreed(coll, r)
     }
 
-    /// End of run: re-evaluates the stored records against the final model
-    /// (when `relabel`), rewrites the global tables, sets the final
-    /// attributes and closes the file (collective). Returns how many
-    /// anomalies the re-evaluation turned normal on this rank.
+    /// End of run: appends what is buffered, re-evaluates the stored
+    /// records against the final model (when `relabel`), rewrites the
+    /// global tables, sets the final attributes and closes the file
+    /// (collective). Returns how many anomalies the re-evaluation turned
+    /// normal on this rank. On error the file is still closed, holding what
+    /// was written before.
     pub fn finish(
         mut self,
         coll: &Collectives,
@@ -452,28 +498,25 @@ impl ProvenanceWriter {
         relabel: bool,
         attrs: &[(&str, AttrValue)],
     ) -> anyhow::Result<u64> {
-        let mut first_err: Option<anyhow::Error> = None;
-        let mut keep = |r: anyhow::Result<()>| {
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
+        let result = (|| -> anyhow::Result<u64> {
+            self.append_buffers(coll)?;
+            let mut pruned = 0;
+            if relabel {
+                let (r, p) = self.relabel(detector);
+                pruned = p;
+                self.agreed(coll, r)?;
             }
-        };
-        keep(self.append_buffers(coll));
-        let mut pruned = 0;
-        if relabel {
-            let (r, p) = self.relabel(detector);
-            keep(r);
-            pruned = p;
-        }
-        keep(self.write_globals(coll, names, detector, relabel));
-        keep(self.file.set_attrs(attrs));
-        keep(self.file.flush());
-        let file = self.file;
-        keep(file.close());
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(pruned),
-        }
+            self.write_globals(coll, names, detector, relabel)?;
+            let r = self.file.set_attrs(attrs);
+            self.agreed(coll, r)?;
+            let r = self.file.flush();
+            self.agreed(coll, r)?;
+            Ok(pruned)
+        })();
+        let closed = self.file.close();
+        let pruned = result?;
+        closed?;
+        Ok(pruned)
     }
 
     /// Writes final labels and scores of the stored records (independent
@@ -507,7 +550,7 @@ impl ProvenanceWriter {
             if !next_continues {
                 let name = format!("{}/records", COLLECTIONS[run_start.0 as usize]);
                 if result.is_ok() {
-                    result = self.file.overwrite(&name, run_start.1, &run);
+                    result = self.file.write_rows(&name, run_start.1, &run);
                 }
                 run.clear();
             }

@@ -93,3 +93,37 @@ pub fn sorted_labels(dir: &Path) -> Vec<String> {
     lines.sort();
     lines
 }
+
+/// Parent pid of a process, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces: parse after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// SIGKILLs `pid` and all its descendants at once (mpirun puts each rank
+/// in a process group of its own, so a group kill would miss them).
+pub fn kill_tree(pid: u32) {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut tree = vec![pid];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &p in &all {
+            if !tree.contains(&p) && parent_of(p).is_some_and(|pp| tree.contains(&pp)) {
+                tree.push(p);
+                grew = true;
+            }
+        }
+    }
+    for p in tree {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+}
