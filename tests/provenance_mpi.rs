@@ -118,7 +118,7 @@ fn the_file_holds_what_every_rank_labelled() {
             w.windows(2).all(|p| p[0].entry <= p[1].entry),
             "entry order"
         );
-        assert_eq!(r.hostname.as_str().is_empty(), false);
+        assert!(!r.hostname.as_str().is_empty());
     }
     // The demo's compute calls carry a PAPI counter and halo exchanges
     // carry messages: both show up.
@@ -249,7 +249,7 @@ fn the_file_does_not_depend_on_the_number_of_ad_ranks() {
     let mut files: Vec<(usize, Provenance)> = Vec::new();
     for np in [1usize, 2, 4] {
         let out = dir.path().join(format!("prov-{np}.h5"));
-        run_ok(&mut run_cmd(np, &data, &out).args(["--flush-steps", "2"]));
+        run_ok(run_cmd(np, &data, &out).args(["--flush-steps", "2"]));
         files.push((np, Provenance::load(&out).unwrap()));
     }
     let (_, base) = &files[0];
