@@ -132,7 +132,7 @@ fn the_file_holds_what_every_rank_labelled() {
     let final_anomalies = by_id.values().filter(|(_, f)| f == "anomaly").count() as u64;
     let stats_anomalies: u64 = p.func_stats.iter().map(|f| f.total_anomalies).sum();
     assert_eq!(stats_anomalies, final_anomalies);
-    let profiled: u64 = p.func_stats.iter().map(|f| f.exclusive.count).sum();
+    let profiled: u64 = p.func_stats.iter().map(|f| f.exclusive_count).sum();
     assert_eq!(profiled as usize, by_id.len());
     // Every anomaly names the model snapshot it was labelled with.
     for r in &anomalies.records {

@@ -435,10 +435,14 @@ impl ProvenanceWriter {
             .iter()
             .enumerate()
             .filter(|(_, m)| m.n > 0)
-            .map(|(c, m)| CounterStatsRow {
-                counter_idx: c as u32,
-                counter: fixed(names.counters.name(c as u32)),
-                stats: stats::wide_run_stats(m),
+            .map(|(c, m)| {
+                let mut row = CounterStatsRow {
+                    counter_idx: c as u32,
+                    counter: fixed(names.counters.name(c as u32)),
+                    ..Default::default()
+                };
+                row.set_stats(stats::wide_run_stats(m));
+                row
             })
             .collect();
         let mut model_rows = Vec::with_capacity(nf);
@@ -635,21 +639,25 @@ fn add_anomaly_metrics(stats: &mut GlobalStats, anomalies: &[Anomaly]) {
 
 fn func_stats_row(f: u32, s: &stats::FunctionStats, names: &GlobalNames) -> FuncStatsRow {
     let any = s.severity.n > 0;
-    FuncStatsRow {
+    let mut row = FuncStatsRow {
         pid: names.functions.program(f),
         fid: f,
         fname: fixed(names.functions.name(f)),
-        inclusive: stats::run_stats(&s.inclusive, 1.0),
-        exclusive: stats::run_stats(&s.exclusive, 1.0),
-        anomaly_count: stats::run_stats(&s.anomaly_count, 1.0),
         total_anomalies: s.severity.n,
         first_io_step: if any { s.first_io_step } else { 0 },
         last_io_step: if any { s.last_io_step } else { 0 },
         min_timestamp: if any { s.min_timestamp } else { 0 },
         max_timestamp: if any { s.max_timestamp } else { 0 },
-        score: stats::run_stats(&s.score, stats::SCORE_SCALE),
-        severity: stats::run_stats(&s.severity, 1.0),
-    }
+        ..Default::default()
+    };
+    row.set_stats(
+        stats::run_stats(&s.inclusive, 1.0),
+        stats::run_stats(&s.exclusive, 1.0),
+        stats::run_stats(&s.anomaly_count, 1.0),
+        stats::run_stats(&s.score, stats::SCORE_SCALE),
+        stats::run_stats(&s.severity, 1.0),
+    );
+    row
 }
 
 fn model_row(

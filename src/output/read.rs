@@ -362,13 +362,13 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
                 Value::Null
             } else {
                 json!({
-                    "anomaly_count": run_stats_json(&f.anomaly_count),
+                    "anomaly_count": run_stats_json(&f.stats("anomaly_count")),
                     "first_io_step": f.first_io_step,
                     "last_io_step": f.last_io_step,
                     "min_timestamp": f.min_timestamp,
                     "max_timestamp": f.max_timestamp,
-                    "score": run_stats_json(&f.score),
-                    "severity": run_stats_json(&f.severity),
+                    "score": run_stats_json(&f.stats("score")),
+                    "severity": run_stats_json(&f.stats("severity")),
                 })
             };
             json!({
@@ -378,8 +378,8 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
                 "fname": p.function_name(f.fid),
                 "anomaly_metrics": metrics,
                 "runtime_profile": {
-                    "exclusive_runtime": run_stats_json(&f.exclusive),
-                    "inclusive_runtime": run_stats_json(&f.inclusive),
+                    "exclusive_runtime": run_stats_json(&f.stats("exclusive")),
+                    "inclusive_runtime": run_stats_json(&f.stats("inclusive")),
                 },
             })
         }),
@@ -390,7 +390,7 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
         "counter_stats.json",
         p.counter_stats.iter().enumerate().map(|(i, c)| {
             json!({"__id": i, "app": 0, "counter": p.counter_name(c.counter_idx),
-                   "stats": run_stats_json(&c.stats)})
+                   "stats": run_stats_json(&c.stats())})
         }),
     )?;
     done.push(("counter_stats.json".to_owned(), n));

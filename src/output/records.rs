@@ -267,10 +267,10 @@ pub struct CounterRow {
     pub name: LongNameStr,
 }
 
-/// Chimbuko's RunStats as stored: count, accumulate (sum), minimum,
-/// maximum, mean, stddev (ddof 1), skewness, excess kurtosis.
-#[derive(H5Type, Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-#[repr(C)]
+/// Chimbuko's RunStats: count, accumulate (sum), minimum, maximum, mean,
+/// stddev (ddof 1), skewness, excess kurtosis. Stored flattened in the
+/// statistics tables (`<quantity>_<statistic>` columns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RunStatsRow {
     pub count: u64,
     pub accumulate: f64,
@@ -282,33 +282,225 @@ pub struct RunStatsRow {
     pub kurtosis: f64,
 }
 
-/// Global profile and anomaly metrics of one function.
-#[derive(H5Type, Clone, Copy, Debug)]
+/// Global profile and anomaly metrics of one function (RunStats flattened
+/// into `<quantity>_<statistic>` columns, so that pandas loads the table in
+/// one call).
+#[derive(H5Type, Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct FuncStatsRow {
     pub pid: u32,
     pub fid: u32,
     pub fname: NameStr,
-    pub inclusive: RunStatsRow,
-    pub exclusive: RunStatsRow,
-    /// Anomalies per (rank, step) with at least one anomaly.
-    pub anomaly_count: RunStatsRow,
+    /// Inclusive runtime (µs) of every execution: RunStats (count, accumulate = sum, minimum, maximum, mean,
+    /// stddev with ddof 1, skewness, excess kurtosis).
+    pub inclusive_count: u64,
+    pub inclusive_accumulate: f64,
+    pub inclusive_minimum: f64,
+    pub inclusive_maximum: f64,
+    pub inclusive_mean: f64,
+    pub inclusive_stddev: f64,
+    pub inclusive_skewness: f64,
+    pub inclusive_kurtosis: f64,
+    /// Exclusive runtime (µs) of every execution: RunStats (count, accumulate = sum, minimum, maximum, mean,
+    /// stddev with ddof 1, skewness, excess kurtosis).
+    pub exclusive_count: u64,
+    pub exclusive_accumulate: f64,
+    pub exclusive_minimum: f64,
+    pub exclusive_maximum: f64,
+    pub exclusive_mean: f64,
+    pub exclusive_stddev: f64,
+    pub exclusive_skewness: f64,
+    pub exclusive_kurtosis: f64,
+    /// Anomalies per (rank, step) with at least one: RunStats (count, accumulate = sum, minimum, maximum, mean,
+    /// stddev with ddof 1, skewness, excess kurtosis).
+    pub anomaly_count_count: u64,
+    pub anomaly_count_accumulate: f64,
+    pub anomaly_count_minimum: f64,
+    pub anomaly_count_maximum: f64,
+    pub anomaly_count_mean: f64,
+    pub anomaly_count_stddev: f64,
+    pub anomaly_count_skewness: f64,
+    pub anomaly_count_kurtosis: f64,
     pub total_anomalies: u64,
     pub first_io_step: u64,
     pub last_io_step: u64,
     pub min_timestamp: u64,
     pub max_timestamp: u64,
-    pub score: RunStatsRow,
-    pub severity: RunStatsRow,
+    /// Scores of the anomalies: RunStats (count, accumulate = sum, minimum, maximum, mean,
+    /// stddev with ddof 1, skewness, excess kurtosis).
+    pub score_count: u64,
+    pub score_accumulate: f64,
+    pub score_minimum: f64,
+    pub score_maximum: f64,
+    pub score_mean: f64,
+    pub score_stddev: f64,
+    pub score_skewness: f64,
+    pub score_kurtosis: f64,
+    /// Severities (exclusive runtime, µs) of the anomalies: RunStats (count, accumulate = sum, minimum, maximum, mean,
+    /// stddev with ddof 1, skewness, excess kurtosis).
+    pub severity_count: u64,
+    pub severity_accumulate: f64,
+    pub severity_minimum: f64,
+    pub severity_maximum: f64,
+    pub severity_mean: f64,
+    pub severity_stddev: f64,
+    pub severity_skewness: f64,
+    pub severity_kurtosis: f64,
 }
 
 /// Global statistics of one counter's values.
-#[derive(H5Type, Clone, Copy, Debug)]
+#[derive(H5Type, Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct CounterStatsRow {
     pub counter_idx: u32,
     pub counter: NameStr,
-    pub stats: RunStatsRow,
+    /// Values: RunStats (count, accumulate = sum, minimum, maximum, mean,
+    /// stddev with ddof 1, skewness, excess kurtosis).
+    pub stats_count: u64,
+    pub stats_accumulate: f64,
+    pub stats_minimum: f64,
+    pub stats_maximum: f64,
+    pub stats_mean: f64,
+    pub stats_stddev: f64,
+    pub stats_skewness: f64,
+    pub stats_kurtosis: f64,
+}
+
+impl FuncStatsRow {
+    /// Sets the five RunStats groups.
+    pub fn set_stats(
+        &mut self,
+        inclusive: RunStatsRow,
+        exclusive: RunStatsRow,
+        anomaly_count: RunStatsRow,
+        score: RunStatsRow,
+        severity: RunStatsRow,
+    ) {
+        self.inclusive_count = inclusive.count;
+        self.inclusive_accumulate = inclusive.accumulate;
+        self.inclusive_minimum = inclusive.minimum;
+        self.inclusive_maximum = inclusive.maximum;
+        self.inclusive_mean = inclusive.mean;
+        self.inclusive_stddev = inclusive.stddev;
+        self.inclusive_skewness = inclusive.skewness;
+        self.inclusive_kurtosis = inclusive.kurtosis;
+        self.exclusive_count = exclusive.count;
+        self.exclusive_accumulate = exclusive.accumulate;
+        self.exclusive_minimum = exclusive.minimum;
+        self.exclusive_maximum = exclusive.maximum;
+        self.exclusive_mean = exclusive.mean;
+        self.exclusive_stddev = exclusive.stddev;
+        self.exclusive_skewness = exclusive.skewness;
+        self.exclusive_kurtosis = exclusive.kurtosis;
+        self.anomaly_count_count = anomaly_count.count;
+        self.anomaly_count_accumulate = anomaly_count.accumulate;
+        self.anomaly_count_minimum = anomaly_count.minimum;
+        self.anomaly_count_maximum = anomaly_count.maximum;
+        self.anomaly_count_mean = anomaly_count.mean;
+        self.anomaly_count_stddev = anomaly_count.stddev;
+        self.anomaly_count_skewness = anomaly_count.skewness;
+        self.anomaly_count_kurtosis = anomaly_count.kurtosis;
+        self.score_count = score.count;
+        self.score_accumulate = score.accumulate;
+        self.score_minimum = score.minimum;
+        self.score_maximum = score.maximum;
+        self.score_mean = score.mean;
+        self.score_stddev = score.stddev;
+        self.score_skewness = score.skewness;
+        self.score_kurtosis = score.kurtosis;
+        self.severity_count = severity.count;
+        self.severity_accumulate = severity.accumulate;
+        self.severity_minimum = severity.minimum;
+        self.severity_maximum = severity.maximum;
+        self.severity_mean = severity.mean;
+        self.severity_stddev = severity.stddev;
+        self.severity_skewness = severity.skewness;
+        self.severity_kurtosis = severity.kurtosis;
+    }
+
+    /// One RunStats group by name (`inclusive`, `exclusive`,
+    /// `anomaly_count`, `score`, `severity`).
+    pub fn stats(&self, group: &str) -> RunStatsRow {
+        match group {
+            "inclusive" => RunStatsRow {
+                count: self.inclusive_count,
+                accumulate: self.inclusive_accumulate,
+                minimum: self.inclusive_minimum,
+                maximum: self.inclusive_maximum,
+                mean: self.inclusive_mean,
+                stddev: self.inclusive_stddev,
+                skewness: self.inclusive_skewness,
+                kurtosis: self.inclusive_kurtosis,
+            },
+            "exclusive" => RunStatsRow {
+                count: self.exclusive_count,
+                accumulate: self.exclusive_accumulate,
+                minimum: self.exclusive_minimum,
+                maximum: self.exclusive_maximum,
+                mean: self.exclusive_mean,
+                stddev: self.exclusive_stddev,
+                skewness: self.exclusive_skewness,
+                kurtosis: self.exclusive_kurtosis,
+            },
+            "anomaly_count" => RunStatsRow {
+                count: self.anomaly_count_count,
+                accumulate: self.anomaly_count_accumulate,
+                minimum: self.anomaly_count_minimum,
+                maximum: self.anomaly_count_maximum,
+                mean: self.anomaly_count_mean,
+                stddev: self.anomaly_count_stddev,
+                skewness: self.anomaly_count_skewness,
+                kurtosis: self.anomaly_count_kurtosis,
+            },
+            "score" => RunStatsRow {
+                count: self.score_count,
+                accumulate: self.score_accumulate,
+                minimum: self.score_minimum,
+                maximum: self.score_maximum,
+                mean: self.score_mean,
+                stddev: self.score_stddev,
+                skewness: self.score_skewness,
+                kurtosis: self.score_kurtosis,
+            },
+            "severity" => RunStatsRow {
+                count: self.severity_count,
+                accumulate: self.severity_accumulate,
+                minimum: self.severity_minimum,
+                maximum: self.severity_maximum,
+                mean: self.severity_mean,
+                stddev: self.severity_stddev,
+                skewness: self.severity_skewness,
+                kurtosis: self.severity_kurtosis,
+            },
+            _ => RunStatsRow::default(),
+        }
+    }
+}
+
+impl CounterStatsRow {
+    pub fn set_stats(&mut self, stats: RunStatsRow) {
+        self.stats_count = stats.count;
+        self.stats_accumulate = stats.accumulate;
+        self.stats_minimum = stats.minimum;
+        self.stats_maximum = stats.maximum;
+        self.stats_mean = stats.mean;
+        self.stats_stddev = stats.stddev;
+        self.stats_skewness = stats.skewness;
+        self.stats_kurtosis = stats.kurtosis;
+    }
+
+    pub fn stats(&self) -> RunStatsRow {
+        RunStatsRow {
+            count: self.stats_count,
+            accumulate: self.stats_accumulate,
+            minimum: self.stats_minimum,
+            maximum: self.stats_maximum,
+            mean: self.stats_mean,
+            stddev: self.stats_stddev,
+            skewness: self.stats_skewness,
+            kurtosis: self.stats_kurtosis,
+        }
+    }
 }
 
 /// A detector's parameters for one function at one step (see

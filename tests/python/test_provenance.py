@@ -1,0 +1,135 @@
+"""The provenance file read by independent tools: h5py, pandas, the HDF5
+command-line tools, the documented example script, and Chimbuko's JSON
+schema for the exported documents."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import h5py
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+
+
+def mpirun(n):
+    cmd = ["mpirun", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd + ["-np", str(n)]
+
+
+@pytest.fixture(scope="module")
+def run(binary, tmp_path_factory):
+    """A 2-rank analysis of a synthetic trace, with labels and provenance."""
+    d = tmp_path_factory.mktemp("prov")
+    subprocess.run([binary, "synth", "--out", d / "data", "--steps", "6",
+                    "--events-per-step", "3000"], check=True, capture_output=True)
+    out = d / "prov.h5"
+    subprocess.run(mpirun(2) + [binary, "run", "--quiet", "--input",
+                                str(d / "data" / "tau-metrics-demo-{rank}.bp"),
+                                "--out", str(out), "--labels-out", str(d / "labels"),
+                                "--truth", str(d / "data" / "truth-demo.csv"), "--flush-steps", "2"],
+                   check=True, capture_output=True)
+    return d, out
+
+
+def decoded(df):
+    for col in df.columns:
+        if df[col].dtype == object:
+            df[col] = df[col].str.decode("utf-8")
+    return df
+
+
+def test_h5py_and_pandas_read_every_table(run):
+    _, out = run
+    with h5py.File(out, "r") as f:
+        assert f.attrs["completed"] == 1
+        assert f.attrs["ad_ranks"] == 2
+        assert isinstance(f.attrs["algorithm"], str)
+        json.loads(f.attrs["algorithm_params"])
+        tables = []
+        f.visititems(lambda name, obj: tables.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for name in tables:
+            data = f[name][:]
+            if data.dtype.names:
+                df = pd.DataFrame(data)  # one call per table, flat columns
+                assert list(df.columns) == list(data.dtype.names)
+                assert all(df[c].dtype != object or isinstance(df[c].iloc[0], bytes)
+                           for c in df.columns if len(df))
+        anomalies = decoded(pd.DataFrame(f["anomalies/records"][:]))
+        functions = decoded(pd.DataFrame(f["functions"][:]))
+        assert set(anomalies.func) <= set(functions.name)
+        assert (anomalies.event_id == anomalies.event_rank.astype(str) + ":" +
+                anomalies.event_step.astype(str) + ":" + anomalies.event_idx.astype(str)).all()
+        # The call stack of every record starts with the record itself.
+        stack = decoded(pd.DataFrame(f["anomalies/call_stack"][:]))
+        first = stack[stack.level == 0].set_index("record").event_id
+        assert (first.loc[anomalies.index] == anomalies.event_id.values).all()
+
+
+def test_records_equal_the_label_files(run):
+    d, out = run
+    labels = pd.concat([pd.read_csv(p) for p in (d / "labels").glob("labels-*.csv")])
+    flagged = labels[labels.in_situ_label == "anomaly"]
+    with h5py.File(out, "r") as f:
+        anomalies = decoded(pd.DataFrame(f["anomalies/records"][:]))
+    assert sorted(zip(anomalies.rid, anomalies.event_id)) == sorted(zip(flagged["rank"], flagged.event_id))
+
+
+def test_hdf5_command_line_tools_read_it(run):
+    _, out = run
+    h5dump = shutil.which("h5dump")
+    if h5dump is None:
+        pytest.fail("h5dump missing: scripts/setup.sh installs hdf5-tools")
+    header = subprocess.run([h5dump, "-H", str(out)], check=True, capture_output=True, text=True).stdout
+    for name in ("anomalies", "records", "func_stats", "ad_model", "steps"):
+        assert name in header
+    attr = subprocess.run([h5dump, "-a", "/completed", str(out)], check=True,
+                          capture_output=True, text=True).stdout
+    assert "(0): 1" in attr
+
+
+def test_documented_example_runs(run):
+    _, out = run
+    script = ROOT / "docs" / "examples" / "read_provenance.py"
+    res = subprocess.run([sys.executable, script, str(out), "--top", "3"], check=True,
+                         capture_output=True, text=True)
+    assert "functions with the most anomalies" in res.stdout
+    assert "call stack" in res.stdout
+    assert "window on its thread" in res.stdout
+
+
+def test_json_export_validates_against_chimbukos_schema(run, binary, tmp_path):
+    _, out = run
+    subprocess.run([binary, "export", "--json", str(out), str(tmp_path)], check=True, capture_output=True)
+    schema = json.loads((ROOT / "docs" / "schema" / "chimbuko-provdb.schema.json").read_text())
+    docs = {}
+    for name in ("anomalies", "normalexecs", "metadata", "func_stats", "counter_stats", "ad_model"):
+        docs[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    jsonschema.validate(docs, schema)
+    assert len(docs["anomalies"]) > 0 and len(docs["normalexecs"]) > 0
+    # Values survive the export.
+    with h5py.File(out, "r") as f:
+        rec = f["anomalies/records"][:]
+        kept = rec[rec["final_label"] == -1]
+        assert len(kept) == len(docs["anomalies"])
+        ids = sorted(x.decode() for x in kept["event_id"])
+        assert ids == sorted(a["event_id"] for a in docs["anomalies"])
+        stats = f["func_stats"][:]
+        total = int(np.sum(stats["total_anomalies"]))
+    assert total == sum(0 if s["anomaly_metrics"] is None else s["anomaly_metrics"]["severity"]["count"]
+                        for s in docs["func_stats"])
+
+
+def test_inspect_summarises_the_run(run, binary):
+    _, out = run
+    res = subprocess.run([binary, "inspect", str(out)], check=True, capture_output=True, text=True)
+    assert "anomalies per function" in res.stdout
+    assert "worst anomalies" in res.stdout
+    assert "compute" in res.stdout
