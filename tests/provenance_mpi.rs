@@ -219,14 +219,11 @@ fn global_tables(p: &Provenance) -> String {
             .collect::<Vec<_>>(),
         p.func_stats
             .iter()
-            .map(|f| format!(
-                "{:?} {:?} {:?} {:?}",
-                f.inclusive, f.exclusive, f.anomaly_count, f.score
-            ))
+            .map(|f| format!("{f:?}"))
             .collect::<Vec<_>>(),
         p.counter_stats
             .iter()
-            .map(|c| format!("{:?}", c.stats))
+            .map(|c| format!("{c:?}"))
             .collect::<Vec<_>>(),
         p.model_params
             .iter()
