@@ -102,6 +102,12 @@ fn assert_no_issues(ev: &StepEvents) {
     assert!(ev.issues.is_empty(), "{}", ev.issues.summary("test", 0));
 }
 
+/// The recorded CPU/GPU partner of execution `x` of the step.
+fn partner(ev: &StepEvents, x: ExecId) -> Option<ExecId> {
+    let i = ev.executions.iter().position(|e| e.id == x)?;
+    ev.gpu_partner_of(i)
+}
+
 #[test]
 fn nested_calls_exact_times_parents_and_ids() {
     let mut s = stream();
@@ -138,13 +144,13 @@ fn nested_calls_exact_times_parents_and_ids() {
         assert_eq!(x.function, g(func), "{i}");
         assert_eq!((x.entry, x.exit), (entry, exit), "{i}");
         assert_eq!((x.inclusive, x.exclusive), (incl, excl), "{i}");
-        assert_eq!(x.parent, parent, "{i}");
+        assert_eq!(x.parent(), parent, "{i}");
         assert_eq!(x.depth, depth, "{i}");
         assert_eq!(x.n_children, kids, "{i}");
-        assert_eq!((x.program, x.rank, x.thread), (2, RANK, 0), "{i}");
+        assert_eq!((x.program, x.rank(), x.thread), (2, RANK, 0), "{i}");
         assert!(!x.is_gpu && ev.comms_of(x).is_empty() && ev.counters_of(x).is_empty());
         assert_eq!(x.dropped_attachments(), 0);
-        assert!(ev.correlation_ids_of(x).is_empty() && x.gpu_partner.is_none());
+        assert!(ev.correlation_ids_of(x).is_empty() && partner(&ev, x.id).is_none());
     };
     check(0, A, 100, 200, 100, 30, None, 0, 2);
     check(1, B, 110, 150, 40, 30, Some(id(0, 0)), 1, 1);
@@ -278,7 +284,7 @@ fn call_spanning_three_steps_keeps_children_accounting() {
     assert_no_issues(&e4);
     assert_eq!(ids(&e4), vec![id(4, 0), id(4, 1)]);
     for x in &e4.executions {
-        assert_eq!(x.parent, Some(id(3, 0)));
+        assert_eq!(x.parent(), Some(id(3, 0)));
         assert_eq!(x.depth, 1);
     }
     assert_eq!(s.open_calls(), 1);
@@ -363,8 +369,8 @@ fn two_threads_grouped_and_interleaved() {
         assert_eq!(e[&d].function, g(D));
         assert_eq!((e[&a].thread, e[&b].thread), (0, 0));
         assert_eq!((e[&c].thread, e[&d].thread), (1, 1));
-        assert_eq!(e[&b].parent, Some(a));
-        assert_eq!(e[&d].parent, Some(c));
+        assert_eq!(e[&b].parent(), Some(a));
+        assert_eq!(e[&d].parent(), Some(c));
         assert_eq!((e[&a].inclusive, e[&a].exclusive), (100, 80));
         assert_eq!((e[&c].inclusive, e[&c].exclusive), (105, 85));
         let tags = |x: &ExecId| ev.comms_of(e[x]).iter().map(|c| c.tag).collect::<Vec<_>>();
@@ -440,7 +446,7 @@ fn exit_of_deeper_call_closes_the_calls_above_it() {
         (a.exit, a.inclusive, a.exclusive, a.depth),
         (150, 50, 10, 1)
     );
-    assert_eq!(a.parent, Some(id(0, 0)));
+    assert_eq!(a.parent(), Some(id(0, 0)));
     // D is still open and works normally afterwards.
     assert_eq!(s.open_calls(), 1);
     let ev = s.process_step(
@@ -644,7 +650,7 @@ fn unknown_indices_are_counted_and_skipped() {
     assert_eq!(ids(&ev), vec![id(0, 3), id(0, 0)]);
     let b = &ev.executions[0];
     assert_eq!(
-        (b.function, b.parent, b.inclusive),
+        (b.function, b.parent(), b.inclusive),
         (g(B), Some(id(0, 0)), 10)
     );
     assert!(ev.comms_of(b).is_empty());
@@ -700,8 +706,8 @@ fn gpu_pairing_cpu_side_first() {
     assert!(!cpu.is_gpu && gpu.is_gpu);
     assert_eq!(ev.correlation_ids_of(cpu), vec![42]);
     assert_eq!(ev.correlation_ids_of(gpu), vec![42]);
-    assert_eq!(cpu.gpu_partner, None); // completed before its partner
-    assert_eq!(gpu.gpu_partner, Some(id(0, 0)));
+    assert_eq!(partner(&ev, cpu.id), None); // completed before its partner
+    assert_eq!(partner(&ev, gpu.id), Some(id(0, 0)));
     // The correlation counter is also an ordinary attached counter.
     assert_eq!(
         ev.counters_of(cpu),
@@ -742,9 +748,8 @@ fn gpu_pairing_gpu_side_first() {
     // Kernel rows come first in the array: kernel = idx 0, launch = idx 1.
     assert_eq!(ids(&ev), vec![id(0, 0), id(0, 1)]);
     assert_eq!(ev.gpu_pairs, vec![(id(0, 1), id(0, 0))]);
-    let e = by_id(&ev);
-    assert_eq!(e[&id(0, 0)].gpu_partner, None);
-    assert_eq!(e[&id(0, 1)].gpu_partner, Some(id(0, 0)));
+    assert_eq!(partner(&ev, id(0, 0)), None);
+    assert_eq!(partner(&ev, id(0, 1)), Some(id(0, 0)));
 }
 
 #[test]
@@ -769,7 +774,7 @@ fn gpu_pairing_steps_apart() {
     let ev7 = s.process_step(7, &tau(7, kf, vec![], kc), &m);
     assert_no_issues(&ev7);
     assert_eq!(ev7.gpu_pairs, vec![(id(1, 0), id(7, 0))]);
-    assert_eq!(ev7.executions[0].gpu_partner, Some(id(1, 0)));
+    assert_eq!(ev7.gpu_partner_of(0), Some(id(1, 0)));
     assert!(ev7.executions[0].is_gpu);
     assert_eq!(s.pending_correlations(), 0);
     assert!(s.finish().is_empty());

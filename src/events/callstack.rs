@@ -790,28 +790,30 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         ),
         dropped: f.dropped,
     };
-    out.executions.push(Execution {
-        id: f.id,
-        program: sink.program,
-        rank: sink.rank,
-        thread: th.thread,
-        function: f.function,
-        entry: f.entry,
+    let exec = Execution::new(
+        f.id,
+        sink.program,
+        th.thread,
+        f.function,
+        f.entry,
         exit,
-        inclusive,
         exclusive,
         parent,
-        depth: th.stack.len() as u32,
-        n_children: f.n_children,
-        is_gpu: th.gpu.is_some(),
-        gpu_partner: None,
+        th.stack.len() as u32,
+        f.n_children,
+        th.gpu.is_some(),
         attach,
-    });
+    );
+    debug_assert_eq!(exec.inclusive, inclusive);
+    let index = out.executions.len() as u32;
+    out.executions.push(exec);
     if !attach.correlation_ids.is_empty() {
-        if let Some(exec) = out.executions.last_mut() {
-            let ids = attach.correlation_ids.of(&out.correlation_ids);
+        let ids = attach.correlation_ids.of(&out.correlation_ids);
+        if let Some(partner) =
             sink.correlations
-                .complete(exec, ids, sink.step, &mut out.gpu_pairs, &mut out.issues);
+                .complete(&exec, ids, sink.step, &mut out.gpu_pairs, &mut out.issues)
+        {
+            out.gpu_partners.push((index, partner));
         }
     }
 }

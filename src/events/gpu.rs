@@ -81,16 +81,17 @@ impl CorrelationMatcher {
 
     /// Matches or registers the correlation ids `ids` of a just-completed
     /// execution (its attachments, passed apart because they live in the
-    /// step's arena). Pairs go to `pairs` as `(cpu, gpu)`;
-    /// `exec.gpu_partner` is set to the first partner found.
+    /// step's arena). Pairs go to `pairs` as `(cpu, gpu)`; returns the
+    /// first partner found (one that completed earlier).
     pub(super) fn complete(
         &mut self,
-        exec: &mut Execution,
+        exec: &Execution,
         ids: &[u64],
         step: u64,
         pairs: &mut Vec<(ExecId, ExecId)>,
         issues: &mut EventIssues,
-    ) {
+    ) -> Option<ExecId> {
+        let mut partner = None;
         let n = if exec.is_gpu {
             if ids.len() > 1 {
                 issues.record(
@@ -123,7 +124,7 @@ impl CorrelationMatcher {
                         (exec.id, other.id)
                     };
                     pairs.push(pair);
-                    exec.gpu_partner.get_or_insert(other.id);
+                    partner.get_or_insert(other.id);
                 }
                 Some(other) => {
                     issues.record(
@@ -143,6 +144,7 @@ impl CorrelationMatcher {
                 }
             }
         }
+        partner
     }
 
     /// Forgets ids older than the window, and the oldest ones when too many
@@ -237,23 +239,20 @@ mod tests {
     }
 
     fn exec(idx: u64, step: u64, is_gpu: bool) -> Execution {
-        Execution {
-            id: ExecId { rank: 0, step, idx },
-            program: 0,
-            rank: 0,
-            thread: if is_gpu { 7 } else { 0 },
-            function: 0,
-            entry: 0,
-            exit: 0,
-            inclusive: 0,
-            exclusive: 0,
-            parent: None,
-            depth: 0,
-            n_children: 0,
+        Execution::new(
+            ExecId { rank: 0, step, idx },
+            0,
+            if is_gpu { 7 } else { 0 },
+            0,
+            0,
+            1,
+            1,
+            None,
+            0,
+            0,
             is_gpu,
-            gpu_partner: None,
-            attach: Default::default(),
-        }
+            Default::default(),
+        )
     }
 
     #[test]
@@ -266,7 +265,7 @@ mod tests {
         let mut m = CorrelationMatcher::default();
         let (mut pairs, mut issues) = (vec![], EventIssues::default());
         for s in 0..5u64 {
-            m.complete(&mut exec(0, s, false), &[s], s, &mut pairs, &mut issues);
+            m.complete(&exec(0, s, false), &[s], s, &mut pairs, &mut issues);
         }
         assert_eq!(m.len(), 5);
         m.expire(5, &opts, &mut issues); // over the bound: keeps the newest steps
@@ -285,18 +284,18 @@ mod tests {
     fn duplicate_on_same_side_keeps_newer() {
         let mut m = CorrelationMatcher::default();
         let (mut pairs, mut issues) = (vec![], EventIssues::default());
-        m.complete(&mut exec(0, 0, false), &[9], 0, &mut pairs, &mut issues);
-        m.complete(&mut exec(1, 0, false), &[9], 0, &mut pairs, &mut issues);
+        m.complete(&exec(0, 0, false), &[9], 0, &mut pairs, &mut issues);
+        m.complete(&exec(1, 0, false), &[9], 0, &mut pairs, &mut issues);
         assert_eq!(issues.count(EventIssueKind::DuplicateCorrelationId), 1);
-        let mut g = exec(2, 1, true);
-        m.complete(&mut g, &[9], 1, &mut pairs, &mut issues);
+        let g = exec(2, 1, true);
+        let partner = m.complete(&g, &[9], 1, &mut pairs, &mut issues);
         let cpu = ExecId {
             rank: 0,
             step: 0,
             idx: 1,
         };
         assert_eq!(pairs, vec![(cpu, g.id)]);
-        assert_eq!(g.gpu_partner, Some(cpu));
+        assert_eq!(partner, Some(cpu));
         assert_eq!(m.len(), 0);
     }
 }

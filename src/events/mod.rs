@@ -58,7 +58,17 @@ use crate::trace::format::EventKind;
 /// Chimbuko labels events `"rank:step:idx"`; [`fmt::Display`] produces the
 /// same text so that ids can be compared with the reference's output.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 pub struct ExecId {
     pub rank: u64,
@@ -154,12 +164,8 @@ pub struct GpuLocation {
 /// take an [`OwnedExecution`] when the record must outlive its step.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Execution {
+    /// The label; `id.rank` is the application rank of the stream.
     pub id: ExecId,
-    pub program: u32,
-    pub rank: u64,
-    pub thread: u64,
-    /// Global function index (from [`IndexMap::functions`]).
-    pub function: u32,
     pub entry: u64,
     pub exit: u64,
     /// `exit - entry`.
@@ -167,19 +173,53 @@ pub struct Execution {
     /// `inclusive` minus the inclusive time of the direct children (the time
     /// spent in this function's own code); what the detectors judge.
     pub exclusive: u64,
-    /// The call that was open below this one (`None` for a root call).
-    pub parent: Option<ExecId>,
+    pub thread: u64,
+    /// The call that was open below this one; see [`Execution::parent`].
+    parent: PackedId,
+    pub program: u32,
+    /// Global function index (from [`IndexMap::functions`]).
+    pub function: u32,
     /// Stack depth at entry; a root call has depth 0.
     pub depth: u32,
     pub n_children: u32,
-    /// Ran on a GPU virtual thread.
-    pub is_gpu: bool,
-    /// The other side of a CPU-launch/GPU-kernel pair, when that side had
-    /// completed before this one (otherwise the pair shows up later in
-    /// [`StepEvents::gpu_pairs`] only).
-    pub gpu_partner: Option<ExecId>,
     /// Where this call's attachments sit in its step's arenas.
     pub attach: AttachRange,
+    /// Ran on a GPU virtual thread.
+    pub is_gpu: bool,
+}
+
+/// `(step, idx)` of an execution of the same stream in 8 bytes (a step
+/// holds hundreds of thousands of executions, and every pass over them is
+/// bound by memory traffic). Ids beyond 32 bits read as "none".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+struct PackedId {
+    step: u32,
+    idx: u32,
+}
+
+impl PackedId {
+    const NONE: PackedId = PackedId {
+        step: u32::MAX,
+        idx: u32::MAX,
+    };
+
+    fn pack(id: Option<ExecId>) -> PackedId {
+        match id {
+            Some(id) => match (u32::try_from(id.step), u32::try_from(id.idx)) {
+                (Ok(step), Ok(idx)) if step != u32::MAX => PackedId { step, idx },
+                _ => PackedId::NONE,
+            },
+            None => PackedId::NONE,
+        }
+    }
+
+    fn unpack(self, rank: u64) -> Option<ExecId> {
+        (self != PackedId::NONE).then_some(ExecId {
+            rank,
+            step: self.step as u64,
+            idx: self.idx as u64,
+        })
+    }
 }
 
 /// A `start..start + len` range into one of the arenas of a [`StepEvents`].
@@ -224,6 +264,49 @@ pub struct AttachRange {
 }
 
 impl Execution {
+    /// A completed call (for the call-stack replay and for tests).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: ExecId,
+        program: u32,
+        thread: u64,
+        function: u32,
+        entry: u64,
+        exit: u64,
+        exclusive: u64,
+        parent: Option<ExecId>,
+        depth: u32,
+        n_children: u32,
+        is_gpu: bool,
+        attach: AttachRange,
+    ) -> Self {
+        Execution {
+            id,
+            entry,
+            exit,
+            inclusive: exit.saturating_sub(entry),
+            exclusive,
+            thread,
+            parent: PackedId::pack(parent),
+            program,
+            function,
+            depth,
+            n_children,
+            attach,
+            is_gpu,
+        }
+    }
+
+    /// Application rank of the stream.
+    pub fn rank(&self) -> u64 {
+        self.id.rank
+    }
+
+    /// The call that was open below this one (`None` for a root call).
+    pub fn parent(&self) -> Option<ExecId> {
+        self.parent.unpack(self.id.rank)
+    }
+
     /// Comm/counter events not kept because of [`EventOptions::max_attached`].
     pub fn dropped_attachments(&self) -> u32 {
         self.attach.dropped
@@ -372,6 +455,11 @@ pub struct StepEvents {
     /// `(cpu launch, gpu kernel)` pairs matched this step; either side may
     /// have completed in an earlier step.
     pub gpu_pairs: Vec<(ExecId, ExecId)>,
+    /// `(index in executions, partner)`: the other side of a CPU-launch /
+    /// GPU-kernel pair for executions whose partner had completed before
+    /// them (kept apart from [`Execution`]: few executions have one). In
+    /// index order; see [`StepEvents::gpu_partner_of`].
+    pub gpu_partners: Vec<(u32, ExecId)>,
     /// Samples of [`CounterRole::Monitoring`] counters, in row order.
     pub node_state: Vec<CounterEvent>,
     pub issues: EventIssues,
@@ -389,6 +477,7 @@ impl StepEvents {
         self.counters.clear();
         self.correlation_ids.clear();
         self.gpu_pairs.clear();
+        self.gpu_partners.clear();
         self.node_state.clear();
         self.issues = EventIssues::default();
         self.first_ts = None;
@@ -410,6 +499,16 @@ impl StepEvents {
     /// Values of the `Correlation ID` counter attached to `e`.
     pub fn correlation_ids_of(&self, e: &Execution) -> &[u64] {
         e.attach.correlation_ids.of(&self.correlation_ids)
+    }
+
+    /// The other side of execution `index`'s CPU/GPU pair, when it had
+    /// completed before it.
+    pub fn gpu_partner_of(&self, index: usize) -> Option<ExecId> {
+        let i = u32::try_from(index).ok()?;
+        self.gpu_partners
+            .binary_search_by_key(&i, |p| p.0)
+            .ok()
+            .map(|k| self.gpu_partners[k].1)
     }
 
     /// `e` with copies of its attachments, for keeping beyond this step.
@@ -585,5 +684,35 @@ impl EventIssues {
             })
             .collect();
         format!("{stream}: step {step}: {}", parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    /// Every pass over a step's executions is bound by memory traffic; keep
+    /// the record small (it was 184 bytes before parents were packed and
+    /// GPU partners moved to a side table).
+    #[test]
+    fn execution_stays_small() {
+        assert!(std::mem::size_of::<Execution>() <= 120);
+    }
+
+    #[test]
+    fn parents_pack_and_unpack() {
+        let id = ExecId {
+            rank: 7,
+            step: 3,
+            idx: 9,
+        };
+        assert_eq!(PackedId::pack(Some(id)).unpack(7), Some(id));
+        assert_eq!(PackedId::pack(None).unpack(7), None);
+        let huge = ExecId {
+            rank: 7,
+            step: 1 << 40,
+            idx: 1,
+        };
+        assert_eq!(PackedId::pack(Some(huge)).unpack(7), None);
     }
 }

@@ -117,6 +117,14 @@ pub struct StreamProvenance {
     /// Scratch: executions of this step that entered in an earlier step,
     /// sorted by id.
     older: Vec<u32>,
+    /// This step's anomalies (indices into its executions).
+    anomalies: Vec<u32>,
+    /// Normal-sample candidates: `samples` slots per function, the lowest
+    /// scores first, `cand_len[f]` of them used.
+    cand: Vec<Candidate>,
+    cand_len: Vec<u32>,
+    samples: usize,
+    min_anomaly_us: u64,
 }
 
 const NONE: u32 = u32::MAX;
@@ -166,6 +174,60 @@ impl StreamProvenance {
         }
     }
 
+    /// Starts a step: forgets the previous step's candidates. Then call
+    /// [`StreamProvenance::offer`] for every execution as it is labelled,
+    /// and [`StreamProvenance::collect_step`] once.
+    pub fn begin_step(&mut self, n_functions: usize, opts: &ProvenanceOptions) {
+        self.anomalies.clear();
+        self.samples = opts.normal_samples;
+        self.min_anomaly_us = opts.min_anomaly_us;
+        self.cand_len.clear();
+        self.cand_len.resize(n_functions, 0);
+        self.cand
+            .resize(n_functions * self.samples, Candidate::default());
+    }
+
+    /// Notes execution `i` of the step with its verdict: an anomaly to
+    /// record, or a candidate normal sample of its function (the lowest
+    /// scores are kept). Done while labelling, so that picking costs no
+    /// pass of its own over the step's executions.
+    #[inline]
+    pub fn offer(&mut self, i: usize, e: &Execution, v: Verdict) {
+        match v.label {
+            Label::Anomaly => {
+                if e.exclusive >= self.min_anomaly_us {
+                    self.anomalies.push(i as u32);
+                }
+            }
+            Label::Normal if self.samples > 0 => {
+                let f = e.function as usize;
+                let Some(len) = self.cand_len.get_mut(f) else {
+                    return;
+                };
+                let n = self.samples;
+                let list = &mut self.cand[f * n..(f + 1) * n];
+                let c = Candidate {
+                    score: v.score,
+                    id: e.id,
+                    index: i as u32,
+                };
+                let used = *len as usize;
+                if used == n && !c.less(&list[n - 1]) {
+                    return;
+                }
+                // Insertion into a short sorted list.
+                let mut at = used.min(n - 1);
+                list[at] = c;
+                while at > 0 && list[at].less(&list[at - 1]) {
+                    list.swap(at, at - 1);
+                    at -= 1;
+                }
+                *len = (used + 1).min(n) as u32;
+            }
+            _ => {}
+        }
+    }
+
     /// Collects the records of one step; returns the number of anomalies
     /// recorded.
     pub fn collect_step(
@@ -175,33 +237,27 @@ impl StreamProvenance {
         normals: &mut Collection,
     ) -> u64 {
         let execs = &ctx.events.executions;
-        let picked = self.pick(ctx);
-        if !picked.anomalies.is_empty() || !picked.normals.is_empty() {
+        let picked_anomalies = std::mem::take(&mut self.anomalies);
+        let picked_normals = self.pick_normals(execs, &picked_anomalies);
+        if !picked_anomalies.is_empty() || !picked_normals.is_empty() {
             self.place(ctx.step, execs);
         }
-        for &i in &picked.anomalies {
+        for &i in &picked_anomalies {
             self.record(ctx, i as usize, anomalies);
         }
-        for &i in &picked.normals {
+        for &i in &picked_normals {
             self.record(ctx, i as usize, normals);
         }
         self.update_node_state(ctx.events);
-        self.update_history(
-            ctx,
-            !picked.anomalies.is_empty() || !picked.normals.is_empty(),
-        );
-        picked.anomalies.len() as u64
+        self.update_history(ctx);
+        let n = picked_anomalies.len() as u64;
+        self.anomalies = picked_anomalies;
+        n
     }
 
-    /// Which executions become records (indices into the step's executions).
-    fn pick(&mut self, ctx: &StepContext<'_>) -> Picked {
-        let execs = &ctx.events.executions;
-        let mut anomalies = Vec::new();
-        for (i, (e, v)) in execs.iter().zip(ctx.verdicts).enumerate() {
-            if v.label == Label::Anomaly && e.exclusive >= ctx.opts.min_anomaly_us {
-                anomalies.push(i as u32);
-            }
-        }
+    /// Normal samples for the functions with anomalies this step (and those
+    /// still waiting from earlier steps), from the candidates offered.
+    fn pick_normals(&mut self, execs: &[Execution], anomalies: &[u32]) -> Vec<u32> {
         let mut wanted: Vec<u32> = anomalies
             .iter()
             .map(|&i| execs[i as usize].function)
@@ -209,41 +265,21 @@ impl StreamProvenance {
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let n = ctx.opts.normal_samples;
-        if wanted.is_empty() || n == 0 {
-            return Picked {
-                anomalies,
-                normals: Vec::new(),
-            };
-        }
-        // Lowest (score, id) first; at most n per wanted function.
-        let mut best: HashMap<u32, Vec<(f64, ExecId, u32)>> =
-            wanted.iter().map(|&f| (f, Vec::new())).collect();
-        for (i, (e, v)) in execs.iter().zip(ctx.verdicts).enumerate() {
-            if v.label != Label::Normal {
-                continue;
-            }
-            let Some(list) = best.get_mut(&e.function) else {
-                continue;
-            };
-            let cand = (v.score, e.id, i as u32);
-            if list.len() == n && !less(&cand, &list[n - 1]) {
-                continue;
-            }
-            let at = list.partition_point(|x| less(x, &cand));
-            list.insert(at, cand);
-            list.truncate(n);
-        }
+        let n = self.samples;
         let mut normals = Vec::new();
+        if n == 0 {
+            return normals;
+        }
         for f in wanted {
-            let list = &best[&f];
-            if list.is_empty() {
+            let used = self.cand_len.get(f as usize).copied().unwrap_or(0) as usize;
+            if used == 0 {
                 self.outstanding_normal.push(f);
             }
-            normals.extend(list.iter().map(|c| c.2));
+            let start = f as usize * n;
+            normals.extend(self.cand[start..start + used].iter().map(|c| c.index));
         }
         normals.sort_unstable();
-        Picked { anomalies, normals }
+        normals
     }
 
     /// Fills `by_idx` and `older` for this step's executions.
@@ -334,7 +370,7 @@ impl StreamProvenance {
             .extend(ctx.events.counters_of(e).iter().map(|c| CounterEventRow {
                 record: rec_index,
                 pid: e.program,
-                rid: e.rank,
+                rid: e.rank(),
                 tid: e.thread,
                 counter_idx: c.counter,
                 counter_value: c.value,
@@ -374,7 +410,8 @@ impl StreamProvenance {
         }
         let gpu_parent_start = out.gpu_parent.len() as u64;
         if e.is_gpu {
-            let row = self.gpu_parent(ctx, e, rec_index, &mut out.call_stack);
+            let host = ctx.events.gpu_partner_of(i);
+            let row = self.gpu_parent(ctx, host, rec_index, &mut out.call_stack);
             out.gpu_parent.push(row);
         }
 
@@ -387,7 +424,7 @@ impl StreamProvenance {
             event_step: e.id.step,
             event_idx: e.id.idx,
             pid: e.program,
-            rid: e.rank,
+            rid: e.rank(),
             tid: e.thread,
             fid: e.function,
             func: fixed(ctx.names.functions.name(e.function)),
@@ -406,7 +443,7 @@ impl StreamProvenance {
             final_score: v.score,
             is_gpu_event: e.is_gpu as u8,
             hostname: fixed(&self.hostname),
-            parent_event_id: parent_str(e.parent),
+            parent_event_id: parent_str(e.parent()),
             depth: e.depth,
             n_children: e.n_children,
             // The function index until the writer maps it to a model row.
@@ -463,14 +500,14 @@ impl StreamProvenance {
             &e.id,
             me.is_some_and(is_anomaly),
         );
-        let mut next = e.parent;
+        let mut next = e.parent();
         // Depth bounds the walk even if parent links were ever cyclic.
         for _ in 0..=e.depth {
             let Some(p) = next else { break };
             if let Some(j) = self.find(ctx.step, execs, p) {
                 let pe = &execs[j];
                 push(pe.function, pe.entry, pe.exit, &pe.id, is_anomaly(j));
-                next = pe.parent;
+                next = pe.parent();
             } else if let Some(d) = open.iter().position(|o| o.id == p) {
                 let o = &open[d];
                 push(o.function, o.entry, 0, &o.id, false);
@@ -494,7 +531,7 @@ impl StreamProvenance {
                 fid: x.function,
                 entry: x.entry,
                 exit: x.exit,
-                parent: x.parent,
+                parent: x.parent(),
                 is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
                 comms: ctx.events.comms_of(x).to_vec(),
             }
@@ -539,7 +576,7 @@ impl StreamProvenance {
     fn gpu_parent(
         &self,
         ctx: &StepContext<'_>,
-        e: &Execution,
+        host: Option<ExecId>,
         record: u64,
         call_stack: &mut Vec<CallStackRow>,
     ) -> GpuParentRow {
@@ -552,7 +589,7 @@ impl StreamProvenance {
             call_stack_len: 0,
             error: fixed(""),
         };
-        let Some(host) = e.gpu_partner else {
+        let Some(host) = host else {
             row.error =
                 fixed("Chimbuko error: Correlation ID of host parent event was not recorded");
             return row;
@@ -609,59 +646,64 @@ impl StreamProvenance {
     }
 
     /// Keeps the last `window` executions of each thread (entry order).
-    fn update_history(&mut self, ctx: &StepContext<'_>, placed: bool) {
+    ///
+    /// One backward pass over the step's executions (exit order). A thread
+    /// stops taking candidates once it holds `window` of them and meets an
+    /// execution that exited before the earliest entry among them: every
+    /// execution before it exited even earlier, so entered earlier too.
+    fn update_history(&mut self, ctx: &StepContext<'_>) {
         let w = ctx.opts.window;
         if w == 0 {
             return;
         }
         let execs = &ctx.events.executions;
-        if !placed {
-            self.place(ctx.step, execs);
-        }
-        // Threads of this step (few; rows come grouped by thread).
-        let mut fresh: Vec<(u64, Vec<WindowEntry>)> = Vec::new();
-        for e in execs {
-            if fresh.last().map(|f| f.0) != Some(e.thread) && !fresh.iter().any(|f| f.0 == e.thread)
-            {
-                fresh.push((e.thread, Vec::new()));
+        // (thread, newest-by-id candidates sorted by id, done)
+        let mut fresh: Vec<(u64, Vec<usize>, bool)> = Vec::new();
+        let mut at = 0usize;
+        for (j, x) in execs.iter().enumerate().rev() {
+            if fresh.get(at).map(|f| f.0) != Some(x.thread) {
+                at = match fresh.iter().position(|f| f.0 == x.thread) {
+                    Some(p) => p,
+                    None => {
+                        fresh.push((x.thread, Vec::with_capacity(w + 1), false));
+                        fresh.len() - 1
+                    }
+                };
             }
-        }
-        // Walk this step's executions from the last entry backwards; each
-        // thread takes up to w, and the walk stops when all have theirs.
-        let mut full = 0usize;
-        let newest_first = self
-            .by_idx
-            .iter()
-            .rev()
-            .chain(self.older.iter().rev())
-            .filter(|&&j| j != NONE);
-        for &j in newest_first {
-            if full == fresh.len() {
-                break;
-            }
-            let x = &execs[j as usize];
-            let Some(slot) = fresh.iter_mut().find(|f| f.0 == x.thread) else {
-                continue;
-            };
-            if slot.1.len() >= w {
+            let (_, top, done) = &mut fresh[at];
+            if *done {
                 continue;
             }
-            slot.1.push(WindowEntry {
-                id: x.id,
-                fid: x.function,
-                entry: x.entry,
-                exit: x.exit,
-                parent: x.parent,
-                is_anomaly: ctx.verdicts[j as usize].label == Label::Anomaly,
-                comms: ctx.events.comms_of(x).to_vec(),
-            });
-            if slot.1.len() == w {
-                full += 1;
+            if top.len() == w {
+                let earliest = execs[top[0]].entry;
+                if x.exit < earliest {
+                    *done = true;
+                    continue;
+                }
+                if x.id < execs[top[0]].id {
+                    continue;
+                }
+            }
+            let pos = top.partition_point(|&k| execs[k].id < x.id);
+            top.insert(pos, j);
+            if top.len() > w {
+                top.remove(0);
             }
         }
-        for (thread, mut list) in fresh {
+        for (thread, top, _) in fresh {
             let h = self.history.entry(thread).or_default();
-            h.append(&mut list);
+            h.extend(top.into_iter().map(|j| {
+                let x = &execs[j];
+                WindowEntry {
+                    id: x.id,
+                    fid: x.function,
+                    entry: x.entry,
+                    exit: x.exit,
+                    parent: x.parent(),
+                    is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
+                    comms: ctx.events.comms_of(x).to_vec(),
+                }
+            }));
             h.sort_by_key(|c| c.id);
             h.dedup_by_key(|c| c.id);
             let extra = h.len().saturating_sub(w);
@@ -700,7 +742,7 @@ impl StreamProvenance {
             event_step: e.id.step,
             event_idx: e.id.idx,
             pid: e.program,
-            rid: e.rank,
+            rid: e.rank(),
             tid: e.thread,
             fid: e.function,
             func: fixed(names.functions.name(e.function)),
@@ -719,7 +761,7 @@ impl StreamProvenance {
             final_score: v.score,
             is_gpu_event: e.is_gpu as u8,
             hostname: fixed(&self.hostname),
-            parent_event_id: parent_str(e.parent),
+            parent_event_id: parent_str(e.parent()),
             depth: e.depth,
             n_children: e.n_children,
             model_row: e.function as u64,
@@ -750,17 +792,22 @@ impl StreamProvenance {
     }
 }
 
-struct Picked {
-    anomalies: Vec<u32>,
-    normals: Vec<u32>,
+/// A candidate normal sample.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    score: f64,
+    id: ExecId,
+    index: u32,
 }
 
-/// Orders normal-sample candidates: lower score first, then lower id.
-fn less(a: &(f64, ExecId, u32), b: &(f64, ExecId, u32)) -> bool {
-    match a.0.total_cmp(&b.0) {
-        std::cmp::Ordering::Less => true,
-        std::cmp::Ordering::Greater => false,
-        std::cmp::Ordering::Equal => a.1 < b.1,
+impl Candidate {
+    /// Lower score first, then lower id (deterministic).
+    fn less(&self, o: &Candidate) -> bool {
+        match self.score.total_cmp(&o.score) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => self.id < o.id,
+        }
     }
 }
 
@@ -772,7 +819,7 @@ fn comm_row(record: u64, e: &Execution, c: &CommEvent, owner: &ExecId) -> CommWi
             CommDirection::Recv => 1,
         },
         pid: e.program,
-        rid: e.rank,
+        rid: e.rank(),
         tid: e.thread,
         src: c.src,
         tar: c.dst,

@@ -446,11 +446,19 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 failure.get_or_insert(format!("{e:#}"));
             }
         }
+        let collecting = prov.is_some();
         for &i in &active {
             let s = &mut streams[i];
             s.verdicts.clear();
-            s.verdicts.extend(s.out.executions.iter().map(judge));
-            for (e, verdict) in s.out.executions.iter().zip(&mut s.verdicts) {
+            if collecting {
+                s.prov.begin_step(names.functions.len(), &prov_opts);
+            }
+            for (k, e) in s.out.executions.iter().enumerate() {
+                let verdict = judge(e);
+                s.verdicts.push(verdict);
+                if collecting {
+                    s.prov.offer(k, e, verdict);
+                }
                 if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
                     pending.push((step, *e));
                     continue;
@@ -460,11 +468,11 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                     step_anomalies += 1;
                     // Kept until the end, to be re-judged against the final model.
                     if args.final_relabel && stored.len() < args.max_stored_anomalies {
-                        stored.push((step, step, *verdict, *e));
+                        stored.push((step, step, verdict, *e));
                         continue;
                     }
                 }
-                if let Err(e) = sink.emit(e, step, step, verdict.label, *verdict, &names) {
+                if let Err(e) = sink.emit(e, step, step, verdict.label, verdict, &names) {
                     failure.get_or_insert(format!("{e:#}"));
                 }
             }
@@ -499,7 +507,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             for (done_step, verdict, e) in &late_records {
                 let Some(s) = streams
                     .iter()
-                    .find(|s| s.spec.program == e.program && s.spec.app_rank == e.rank)
+                    .find(|s| s.spec.program == e.program && s.spec.app_rank == e.rank())
                 else {
                     continue;
                 };
@@ -596,7 +604,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             if verdict.label == Label::Anomaly {
                 if let Some(s) = streams
                     .iter()
-                    .find(|s| s.spec.program == e.program && s.spec.app_rank == e.rank)
+                    .find(|s| s.spec.program == e.program && s.spec.app_rank == e.rank())
                 {
                     let (anomalies, _) = w.collections_mut();
                     s.prov
@@ -700,9 +708,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
 fn profile_step(stats: &mut crate::output::stats::GlobalStats, streams: &[OwnedStream]) {
     for s in streams {
         for e in &s.out.executions {
-            let f = stats.function(e.function);
-            f.inclusive.push(e.inclusive);
-            f.exclusive.push(e.exclusive);
+            stats.function(e.function).profile(e.inclusive, e.exclusive);
         }
         for c in s.out.counters.iter().chain(&s.out.node_state) {
             stats.counter(c.counter).push(c.value);

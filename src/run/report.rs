@@ -159,7 +159,7 @@ impl LabelWriter {
             self.out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{:?},{},{}",
             e.program,
-            e.rank,
+            e.rank(),
             e.thread,
             e.id,
             csv_field(names.functions.name(e.function)),
@@ -331,7 +331,7 @@ impl TruthSet {
         if label == Label::Anomaly {
             self.found.push((
                 e.program,
-                e.rank,
+                e.rank(),
                 e.thread,
                 names.functions.name(e.function).to_owned(),
                 e.entry,
