@@ -194,10 +194,8 @@ impl StreamProvenance {
     #[inline]
     pub fn offer(&mut self, i: usize, e: &Execution, v: Verdict) {
         match v.label {
-            Label::Anomaly => {
-                if e.exclusive >= self.min_anomaly_us {
-                    self.anomalies.push(i as u32);
-                }
+            Label::Anomaly if e.exclusive >= self.min_anomaly_us => {
+                self.anomalies.push(i as u32);
             }
             Label::Normal if self.samples > 0 => {
                 let f = e.function as usize;
