@@ -26,7 +26,11 @@ echo "[demo] analysing with 2 AD ranks: mpirun $CHIMBUKO_MPIRUN_FLAGS -np 2 chim
 mpirun $CHIMBUKO_MPIRUN_FLAGS -np 2 "$BIN" run \
   --input "$OUT/tau-metrics-demo-{rank}.bp" \
   --truth "$OUT/truth-demo.csv" \
+  --out "$OUT/provenance.h5" \
   --labels-out "$OUT/labels" \
   --model-out "$OUT/model.json" \
   --summary-out "$OUT/summary.json"
+echo "[demo] provenance (HDF5): $OUT/provenance.h5 -- summary:"
+"$BIN" inspect "$OUT/provenance.h5" --top 5 | sed -n '/anomalies (/,$p'
+echo "[demo] read it with h5py/pandas: $PYTHON docs/examples/read_provenance.py $OUT/provenance.h5"
 echo "[demo] labels of every execution: $OUT/labels/labels-<ad rank>.csv; final model: $OUT/model.json"
