@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use chimbuko_mpi::dump::{self, DumpOptions};
 use chimbuko_mpi::output::read::{export_json, print_inspect, Provenance};
+use chimbuko_mpi::run::settings;
 use chimbuko_mpi::synth;
 use chimbuko_mpi::trace::adios::{Engine, ReadOptions};
 use chimbuko_mpi::trace::tau::TauReaderOptions;
@@ -129,9 +130,34 @@ fn run_export(a: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The command line, with `run`'s settings completed from the environment
+/// and the config file (see `run::settings`).
+fn command_line() -> anyhow::Result<(Vec<std::ffi::OsString>, Vec<settings::Setting>)> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).map(|a| a == "run") != Some(true) {
+        return Ok((argv, Vec::new()));
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let (rest, sources) = settings::complete_args(&argv[2..], &env)?;
+    let eff = settings::effective(&rest, &sources);
+    let mut full = argv[..2].to_vec();
+    full.extend(rest);
+    Ok((full, eff))
+}
+
 fn main() -> ExitCode {
     chimbuko_mpi::tuning::tune_allocator();
-    let cli = Cli::parse();
+    let (argv, effective) = match command_line() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("chimbuko-mpi: error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut cli = Cli::parse_from(argv);
+    if let Command::Run(a) = &mut cli.command {
+        a.settings = effective;
+    }
     let result = match cli.command {
         Command::Synth(a) => synth::run_cli(a),
         Command::Dump(a) => run_dump(a),

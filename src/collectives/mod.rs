@@ -11,15 +11,27 @@
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
-use mpi::topology::SimpleCommunicator;
+use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Count;
 
 use crate::detect::Wire;
 
-/// The AD ranks' communicator.
+/// This program's own communicator (the AD ranks, or the ranks of an
+/// application using these collectives).
+///
+/// In an MPMD launch (`mpirun -np A app : -np B chimbuko-mpi run`,
+/// `srun --multi-prog`, `jsrun` with an ERF) all programs share
+/// `MPI_COMM_WORLD`. Each program then splits it by its `MPI_APPNUM` (the
+/// application must do the same with the same color — the usual MPMD
+/// convention) and after that split nothing is ever sent on the world
+/// communicator. Launched on its own, the split leaves the whole world.
 pub struct Collectives {
     world: SimpleCommunicator,
+    /// `MPI_APPNUM` of this program in an MPMD launch, if the MPI library
+    /// sets it, and the size of `MPI_COMM_WORLD`.
+    appnum: Option<i32>,
+    world_size: usize,
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
 }
@@ -29,15 +41,37 @@ pub struct Collectives {
 pub type NameKey = (u32, String);
 
 impl Collectives {
-    /// Initializes MPI (also works without `mpirun`, as a single rank).
+    /// Initializes MPI (also works without `mpirun`, as a single rank) and
+    /// splits off this program's communicator (collective over
+    /// `MPI_COMM_WORLD`: in an MPMD launch every program must split too).
     pub fn init() -> anyhow::Result<Self> {
         let universe = mpi::initialize()
             .ok_or_else(|| anyhow::anyhow!("MPI was already initialized in this process"))?;
-        let world = universe.world();
+        let everyone = universe.world();
+        let world_size = everyone.size() as usize;
+        let appnum = appnum(&everyone);
+        let world = everyone
+            .split_by_color(Color::with_value(appnum.unwrap_or(0)))
+            .ok_or_else(|| {
+                anyhow::anyhow!("MPI_Comm_split by MPI_APPNUM returned no communicator")
+            })?;
         Ok(Collectives {
             world,
+            appnum,
+            world_size,
             _universe: universe,
         })
+    }
+
+    /// `MPI_APPNUM` (MPMD launches), if set.
+    pub fn appnum(&self) -> Option<i32> {
+        self.appnum
+    }
+
+    /// Size of `MPI_COMM_WORLD` (larger than [`Collectives::size`] in an
+    /// MPMD launch).
+    pub fn world_size(&self) -> usize {
+        self.world_size
     }
 
     pub fn rank(&self) -> usize {
@@ -153,6 +187,28 @@ impl Collectives {
     /// Aborts every rank (last resort when ranks can no longer agree).
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
+    }
+}
+
+/// The `MPI_APPNUM` attribute of `MPI_COMM_WORLD`.
+fn appnum(world: &SimpleCommunicator) -> Option<i32> {
+    let mut value: *mut i32 = std::ptr::null_mut();
+    let mut flag: i32 = 0;
+    // SAFETY: MPI_Comm_get_attr with a predefined keyval stores a pointer
+    // to an int owned by the MPI library into `value` (when `flag` is set);
+    // the pointer is read immediately and never kept.
+    unsafe {
+        let rc = mpi::ffi::MPI_Comm_get_attr(
+            world.as_raw(),
+            mpi::ffi::MPI_APPNUM as i32,
+            &mut value as *mut *mut i32 as *mut std::ffi::c_void,
+            &mut flag,
+        );
+        if rc == 0 && flag != 0 && !value.is_null() {
+            Some(*value)
+        } else {
+            None
+        }
     }
 }
 

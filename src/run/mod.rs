@@ -10,6 +10,7 @@
 pub mod config;
 pub mod names;
 pub mod report;
+pub mod settings;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -41,10 +42,22 @@ pub enum Algorithm {
 /// Command-line options of `run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Stream path pattern with `{rank}`, e.g. `dir/tau-metrics-app-{rank}.bp`.
-    /// Repeat for workflows with several programs (one per binary).
-    #[arg(long = "input", required = true)]
+    /// Stream path pattern with `{rank}` (the application rank) and
+    /// optionally `{binary}`, e.g. `dir/tau-metrics-app-{rank}.bp`. Repeat
+    /// for workflows with several programs (one per binary). Default: TAU's
+    /// naming, `<trace-dir>/<prefix>-{binary}-{rank}.bp`, one per --binary.
+    #[arg(long = "input")]
     pub inputs: Vec<String>,
+    /// Application binary name(s), one per program of the workflow: fills
+    /// `{binary}` in --input, or TAU's default stream names without --input.
+    #[arg(long = "binary")]
+    pub binaries: Vec<String>,
+    /// Directory of the streams when --input is not given.
+    #[arg(long, default_value = ".")]
+    pub trace_dir: PathBuf,
+    /// Stream name prefix (TAU_ADIOS2_FILENAME) when --input is not given.
+    #[arg(long, default_value = "tau-metrics")]
+    pub prefix: String,
     /// Number of application ranks (streams) per input; one value for all
     /// inputs or one per input. Default for file engines: count the files.
     #[arg(long = "app-ranks")]
@@ -108,10 +121,14 @@ pub struct RunArgs {
     /// Rows of the summary's top-functions table.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Keep in-situ labels as final: do not re-judge anomalies against the
-    /// final model at the end of the run.
-    #[arg(long = "no-final-relabel", action = clap::ArgAction::SetFalse)]
+    /// Re-judge the run's anomalies (and normal samples) against the final
+    /// model at the end, as the reference's post-pruning does; both labels
+    /// are kept. `--final-relabel false` keeps the in-situ labels as final.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub final_relabel: bool,
+    /// Same as `--final-relabel false`.
+    #[arg(long)]
+    pub no_final_relabel: bool,
     /// Anomalies kept per rank for the end-of-run re-judgement; beyond this
     /// they are final as labelled in situ.
     #[arg(long, default_value_t = 1_000_000)]
@@ -143,6 +160,15 @@ pub struct RunArgs {
     /// Anomalies shorter than this exclusive runtime (µs) are not recorded.
     #[arg(long, default_value_t = 0)]
     pub min_anomaly_us: u64,
+    /// TOML file of settings (keys: flag names). Every flag can also be set
+    /// in the environment as CHIMBUKO_<FLAG> (e.g. CHIMBUKO_FLUSH_STEPS=5);
+    /// a flag beats the environment, which beats the file.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The effective settings and where each came from (filled in before
+    /// the run; printed at start and stored in the provenance file).
+    #[arg(skip)]
+    pub settings: Vec<settings::Setting>,
 }
 
 /// One stream owned by this rank.
@@ -172,7 +198,10 @@ mod status {
 }
 
 /// Entry point of `chimbuko-mpi run`.
-pub fn run_cli(args: RunArgs) -> anyhow::Result<()> {
+pub fn run_cli(mut args: RunArgs) -> anyhow::Result<()> {
+    if args.no_final_relabel {
+        args.final_relabel = false;
+    }
     let coll = Collectives::init()?;
     let result = run(&coll, &args);
     if let Err(e) = &result {
@@ -204,20 +233,22 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let start = Instant::now();
     let started_at = coll.allreduce_max(&[unix_seconds()])[0];
     // Configuration errors are the same on every rank: fail before any step.
-    let all_specs = config::expand_inputs(args)?;
+    let all_specs = config::agree_on_streams(coll, args)?;
     let rules = FunctionRules::load(args)?;
     let mine = config::block_of(&all_specs, rank, size);
     if rank == 0 && !args.quiet {
+        print_settings(&args.settings);
         eprintln!(
             "run: {} stream(s) on {size} AD rank(s), engine {}, algorithm {:?}",
             all_specs.len(),
             args.engine,
             args.algorithm
         );
-        if all_specs.len() < size {
+        if coll.world_size() > size {
             eprintln!(
-                "run: warning: more AD ranks than streams; {} rank(s) idle",
-                size - all_specs.len()
+                "run: MPMD launch: the AD is program MPI_APPNUM {} ({size} of {} processes); it communicates only on its own communicator",
+                coll.appnum().unwrap_or(0),
+                coll.world_size()
             );
         }
     }
@@ -716,6 +747,25 @@ fn profile_step(stats: &mut crate::output::stats::GlobalStats, streams: &[OwnedS
     }
 }
 
+/// The effective settings, one per line, with where each came from.
+fn print_settings(settings: &[settings::Setting]) {
+    if settings.is_empty() {
+        return;
+    }
+    let mut text =
+        String::from("run: settings (flag > CHIMBUKO_* environment > --config file > default):\n");
+    for s in settings {
+        let source = match s.source {
+            settings::Source::Flag => "flag",
+            settings::Source::Env => "environment",
+            settings::Source::File => "config file",
+            settings::Source::Default => "default",
+        };
+        text.push_str(&format!("  {} = {} ({source})\n", s.name, s.value));
+    }
+    print!("{text}");
+}
+
 fn perf_row(rank: usize, step: u64, secs: &[f64; 9]) -> PerfRow {
     PerfRow {
         ad_rank: rank as u32,
@@ -836,6 +886,10 @@ impl RunAttributes {
                     AttrValue::Str(report::utc_iso8601(started_at)),
                 ),
                 ("final_relabel", AttrValue::U64(args.final_relabel as u64)),
+                (
+                    "configuration",
+                    AttrValue::Str(serde_json::to_string(&args.settings).unwrap_or_default()),
+                ),
             ],
         }
     }

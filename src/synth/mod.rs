@@ -45,6 +45,13 @@ pub struct SynthArgs {
     /// `mpirun -np N chimbuko-mpi synth --rank-from-env` acts as an N-rank application.
     #[arg(long)]
     pub rank_from_env: bool,
+    /// Run as an MPI application: each rank of this program's communicator
+    /// (split from MPI_COMM_WORLD by MPI_APPNUM, so that it works in an MPMD
+    /// launch beside the AD) writes the stream of its rank; the ranks meet
+    /// in a barrier on that communicator every step, like an application's
+    /// own collectives, and rank 0 writes the ground truth first.
+    #[arg(long, conflicts_with_all = ["only_rank", "rank_from_env"])]
+    pub mpi: bool,
     /// Sleep this long between steps (to emulate an application's I/O period).
     #[arg(long)]
     pub pace_ms: Option<f64>,
@@ -142,6 +149,19 @@ pub fn write_rank(
     params: Vec<(String, String)>,
     pace: Option<Duration>,
 ) -> anyhow::Result<RankReport> {
+    write_rank_with(sc, rank, path, engine, params, pace, &mut || {})
+}
+
+/// [`write_rank`], calling `after_step` after every step written.
+pub fn write_rank_with(
+    sc: &Scenario,
+    rank: u64,
+    path: &Path,
+    engine: Engine,
+    params: Vec<(String, String)>,
+    pace: Option<Duration>,
+    after_step: &mut dyn FnMut(),
+) -> anyhow::Result<RankReport> {
     let mut writer = TauStreamWriter::create(path, engine, params)?;
     let mut generator = RankGenerator::new(sc, rank);
     let mut report = RankReport::default();
@@ -151,6 +171,7 @@ pub fn write_rank(
         report.comm_rows += step.comms.len() as u64;
         report.counter_rows += step.counters.len() as u64;
         writer.write_step(&step)?;
+        after_step();
         if let Some(p) = pace {
             std::thread::sleep(p);
         }
@@ -219,9 +240,58 @@ fn rank_from_env() -> Option<u64> {
     .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
+/// `synth --mpi`: one stream per rank of this program's communicator.
+fn run_mpi(a: &SynthArgs, mut sc: Scenario) -> anyhow::Result<()> {
+    let coll = crate::collectives::Collectives::init()?;
+    let (rank, size) = (coll.rank() as u64, coll.size() as u64);
+    sc.ranks = size;
+    let mut result = Ok(());
+    if rank == 0 {
+        result = std::fs::create_dir_all(&a.out)
+            .with_context(|| format!("creating {}", a.out.display()))
+            .and_then(|_| {
+                let truth: Vec<TruthRow> =
+                    (0..size).flat_map(|r| generate_rank(&sc, r).1).collect();
+                write_truth(&truth_path(&a.out, &sc.binary, None), &truth)
+            });
+    }
+    let failed = coll.allreduce_sum(&[result.is_err() as u64])[0];
+    result?;
+    if failed > 0 {
+        bail!("synth rank 0 could not write the ground truth");
+    }
+    let pace = a
+        .pace_ms
+        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3));
+    let path = stream_path(&a.out, &a.prefix, &sc.binary, rank);
+    let rep = write_rank_with(
+        &sc,
+        rank,
+        &path,
+        a.engine,
+        a.adios_params.clone(),
+        pace,
+        &mut || coll.barrier(),
+    )
+    .with_context(|| format!("writing rank {rank} to {}", path.display()))?;
+    if rank == 0 {
+        println!(
+            "synth: MPI application of {size} rank(s) (MPI_APPNUM {:?}, world of {}), {} steps each, engine {}",
+            coll.appnum(),
+            coll.world_size(),
+            rep.steps,
+            a.engine
+        );
+    }
+    Ok(())
+}
+
 /// Entry point of `chimbuko-mpi synth`.
 pub fn run_cli(a: SynthArgs) -> anyhow::Result<()> {
     let sc = load_scenario(&a)?;
+    if a.mpi {
+        return run_mpi(&a, sc);
+    }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let only = match (a.only_rank, a.rank_from_env) {
         (Some(r), _) => Some(r),

@@ -315,6 +315,16 @@ impl StreamReader {
         {
             params.push(("OpenTimeoutSecs".into(), secs));
         }
+        // File engines look for steps a writer appends no more often than
+        // this (ADIOS2's default is 1 s, longer than the waits of our
+        // step loop, so appended steps were never seen).
+        if engine.is_file()
+            && !params
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("BeginStepPollingFrequencySecs"))
+        {
+            params.push(("BeginStepPollingFrequencySecs".into(), "0.05".into()));
+        }
         let ctx = Context::new(&path_s, &opts.io_name, engine, &params)?;
         let name_c = cstring(&path_s, &path_s)?;
         // SAFETY: io valid; name_c valid for the call.
