@@ -31,7 +31,7 @@ enum Command {
     /// Summarise what a TAU stream holds, step by step.
     Dump(DumpArgs),
     /// Analyse TAU streams on N AD ranks (under mpirun): label every execution.
-    Run(chimbuko_mpi::run::RunArgs),
+    Run(Box<chimbuko_mpi::run::RunArgs>),
     /// Summarise a provenance file: run parameters, anomalies per function
     /// and rank, the worst anomalies with their call stacks.
     Inspect(InspectArgs),
@@ -161,7 +161,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Synth(a) => synth::run_cli(a),
         Command::Dump(a) => run_dump(a),
-        Command::Run(a) => chimbuko_mpi::run::run_cli(a),
+        Command::Run(a) => chimbuko_mpi::run::run_cli(*a),
         Command::Inspect(a) => run_inspect(a),
         Command::Export(a) => run_export(a),
     };
