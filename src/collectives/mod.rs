@@ -115,6 +115,44 @@ impl Collectives {
             .collect()
     }
 
+    /// Every rank's bytes, in rank order, on rank 0 only (empty elsewhere):
+    /// for data only rank 0 needs (the live statistics stream).
+    pub fn gather_bytes_to_root(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        let n = self.size();
+        let root = self.world.process_at_rank(0);
+        let my_len = mine.len() as Count;
+        if self.rank() != 0 {
+            root.gather_into(&my_len);
+            if mine.is_empty() {
+                // Matched by a zero-length receive on the root.
+                root.gather_varcount_into(&[0u8; 0][..]);
+            } else {
+                root.gather_varcount_into(mine);
+            }
+            return Vec::new();
+        }
+        let mut lens = vec![0 as Count; n];
+        root.gather_into_root(&my_len, &mut lens[..]);
+        let mut displs = Vec::with_capacity(n);
+        let mut total: Count = 0;
+        for &l in &lens {
+            displs.push(total);
+            total += l;
+        }
+        // One spare byte keeps the receive buffer distinct from an empty
+        // send buffer (Open MPI rejects aliased buffers).
+        let mut buf = vec![0u8; total as usize + 1];
+        {
+            let mut part =
+                PartitionMut::new(&mut buf[..total as usize + 1], &lens[..], &displs[..]);
+            root.gather_varcount_into_root(mine, &mut part);
+        }
+        lens.iter()
+            .zip(&displs)
+            .map(|(&l, &d)| buf[d as usize..(d + l) as usize].to_vec())
+            .collect()
+    }
+
     fn allreduce(&self, v: &[u64], op: SystemOperation) -> Vec<u64> {
         let mut out = vec![0u64; v.len()];
         if !v.is_empty() {

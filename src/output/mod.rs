@@ -13,6 +13,7 @@ pub mod hdf5file;
 pub mod read;
 pub mod records;
 pub mod stats;
+pub mod viz;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -77,9 +78,9 @@ pub struct ProvenanceWriter {
     /// Records the end-of-run re-evaluation will revisit.
     stored: Vec<StoredRecord>,
     max_stored: usize,
-    /// Anomaly metrics of records that will not be revisited, folded into
-    /// the statistics as written.
-    pub stats: GlobalStats,
+    /// Anomaly metrics of records that will not be revisited (the runtime
+    /// and counter profiles are the run's, passed in at each write).
+    anomaly_stats: GlobalStats,
     use_inclusive: bool,
     /// Records already in `collections` before this step's snapshots.
     step_from: [usize; 2],
@@ -123,7 +124,7 @@ impl ProvenanceWriter {
             models_total: 0,
             stored: Vec::new(),
             max_stored,
-            stats: GlobalStats::default(),
+            anomaly_stats: GlobalStats::default(),
             use_inclusive,
             step_from: [0, 0],
             broken: false,
@@ -199,16 +200,18 @@ impl ProvenanceWriter {
     }
 
     /// Appends everything buffered and rewrites the global tables
-    /// (collective).
+    /// (collective). `profiles` are this rank's runtime and counter
+    /// profiles since the start.
     pub fn flush(
         &mut self,
         coll: &Collectives,
         names: &GlobalNames,
         detector: &dyn Detector,
+        profiles: &GlobalStats,
         attrs: &[(&str, AttrValue)],
     ) -> anyhow::Result<()> {
         self.append_buffers(coll)?;
-        self.write_globals(coll, names, detector, false)?;
+        self.write_globals(coll, names, detector, profiles, false)?;
         let r = self.usable().and_then(|_| self.file.set_attrs(attrs));
         self.agreed(coll, r)?;
         let r = self.usable().and_then(|_| self.file.flush());
@@ -366,7 +369,7 @@ impl ProvenanceWriter {
                 finalized.push(anomaly_of(r));
             }
         }
-        add_anomaly_metrics(&mut self.stats, &finalized);
+        add_anomaly_metrics(&mut self.anomaly_stats, &finalized);
     }
 
     /// Global tables, rewritten whole (collective; identical on every rank).
@@ -375,12 +378,14 @@ impl ProvenanceWriter {
         coll: &Collectives,
         names: &GlobalNames,
         detector: &dyn Detector,
+        profiles: &GlobalStats,
         final_labels: bool,
     ) -> anyhow::Result<()> {
         let nf = names.functions.len();
         let nc = names.counters.len();
         // This rank's statistics plus the anomalies it still holds.
-        let mut mine = self.stats.clone();
+        let mut mine = profiles.clone();
+        mine.merge(&self.anomaly_stats);
         let held: Vec<Anomaly> = self
             .stored
             .iter()
@@ -499,6 +504,7 @@ impl ProvenanceWriter {
         coll: &Collectives,
         names: &GlobalNames,
         detector: &dyn Detector,
+        profiles: &GlobalStats,
         relabel: bool,
         attrs: &[(&str, AttrValue)],
     ) -> anyhow::Result<u64> {
@@ -510,7 +516,7 @@ impl ProvenanceWriter {
                 pruned = p;
                 self.agreed(coll, r)?;
             }
-            self.write_globals(coll, names, detector, relabel)?;
+            self.write_globals(coll, names, detector, profiles, relabel)?;
             let r = self.file.set_attrs(attrs);
             self.agreed(coll, r)?;
             let r = self.file.flush();

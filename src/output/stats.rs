@@ -90,6 +90,20 @@ impl FunctionStats {
         self.max_timestamp = self.max_timestamp.max(exit);
     }
 
+    /// Adds everything of `o` (exact; any order gives the same result).
+    pub fn merge(&mut self, o: &FunctionStats) {
+        self.inclusive.merge(&o.inclusive);
+        self.exclusive.merge(&o.exclusive);
+        self.same.merge(&o.same);
+        self.anomaly_count.merge(&o.anomaly_count);
+        self.score.merge(&o.score);
+        self.severity.merge(&o.severity);
+        self.first_io_step = self.first_io_step.min(o.first_io_step);
+        self.last_io_step = self.last_io_step.max(o.last_io_step);
+        self.min_timestamp = self.min_timestamp.min(o.min_timestamp);
+        self.max_timestamp = self.max_timestamp.max(o.max_timestamp);
+    }
+
     pub fn close_bucket(&mut self, anomalies: u64) {
         if anomalies > 0 {
             self.anomaly_count.push(anomalies);
@@ -134,6 +148,17 @@ impl GlobalStats {
             self.counters.resize(c + 1, WideMoments::default());
         }
         &mut self.counters[c]
+    }
+
+    /// Adds everything of `o`.
+    pub fn merge(&mut self, o: &GlobalStats) {
+        self.ensure(o.functions.len(), o.counters.len());
+        for (a, b) in self.functions.iter_mut().zip(&o.functions) {
+            a.merge(b);
+        }
+        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
+            a.merge(b);
+        }
     }
 
     /// The totals over all ranks for `functions` functions and `counters`

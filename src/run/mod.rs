@@ -25,6 +25,8 @@ use crate::events::{EventIssues, EventOptions, Execution, IndexMap, StepEvents, 
 use crate::output::collect::{ProvenanceOptions, StepContext, StreamProvenance};
 use crate::output::hdf5file::AttrValue;
 use crate::output::records::{PerfRow, StepRow};
+use crate::output::stats::GlobalStats;
+use crate::output::viz::{StreamStep, StreamStepBuilder, VizStream};
 use crate::output::ProvenanceWriter;
 use crate::trace::adios::{Engine, ReadOptions};
 use crate::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader};
@@ -160,6 +162,18 @@ pub struct RunArgs {
     /// Anomalies shorter than this exclusive runtime (µs) are not recorded.
     #[arg(long, default_value_t = 0)]
     pub min_anomaly_us: u64,
+    /// Live statistics (Chimbuko's visualisation stream) as JSON lines:
+    /// a file, or `-` for stdout (AD rank 0).
+    #[arg(long)]
+    pub stats_out: Option<String>,
+    /// POST each live statistics packet to this http:// URL (Chimbuko's
+    /// visualisation server, or any collector); failures are reported once
+    /// and never stop the analysis.
+    #[arg(long)]
+    pub viz_url: Option<String>,
+    /// Steps between live statistics packets.
+    #[arg(long, default_value_t = 1)]
+    pub stats_every: u64,
     /// TOML file of settings (keys: flag names). Every flag can also be set
     /// in the environment as CHIMBUKO_<FLAG> (e.g. CHIMBUKO_FLUSH_STEPS=5);
     /// a flag beats the environment, which beats the file.
@@ -307,6 +321,17 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             eprintln!("run: provenance file {}", w.path().display());
         }
     }
+    let mut viz = if args.stats_out.is_some() || args.viz_url.is_some() {
+        Some(VizStream::new(
+            rank,
+            args.stats_out.as_deref(),
+            args.viz_url.as_deref(),
+            args.stats_every,
+        )?)
+    } else {
+        None
+    };
+    let mut profiles = GlobalStats::default();
     let prov_opts = ProvenanceOptions {
         window: args.window,
         normal_samples: args.normal_samples,
@@ -430,8 +455,8 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 detector.observe(e.function, value(e));
             }
         }
-        if let Some(w) = prov.as_mut() {
-            profile_step(&mut w.stats, &streams);
+        if prov.is_some() || viz.is_some() {
+            profile_step(&mut profiles, &streams);
         }
         let partial = detector.take_partial();
         timings.add(Phase::Summarize, t.elapsed());
@@ -478,17 +503,24 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             }
         }
         let collecting = prov.is_some();
+        let mut live: Vec<StreamStep> = Vec::new();
         for &i in &active {
             let s = &mut streams[i];
             s.verdicts.clear();
             if collecting {
                 s.prov.begin_step(names.functions.len(), &prov_opts);
             }
+            let mut summary = viz
+                .as_ref()
+                .map(|_| StreamStepBuilder::new(s.spec.program, s.spec.app_rank, step));
             for (k, e) in s.out.executions.iter().enumerate() {
                 let verdict = judge(e);
                 s.verdicts.push(verdict);
                 if collecting {
                     s.prov.offer(k, e, verdict);
+                }
+                if let (Some(b), Label::Anomaly) = (summary.as_mut(), verdict.label) {
+                    b.add(e.function, verdict.score, e.exclusive, e.entry, e.exit);
                 }
                 if verdict.label == Label::Unlabeled && pending.len() < args.max_pending {
                     pending.push((step, *e));
@@ -507,6 +539,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                     failure.get_or_insert(format!("{e:#}"));
                 }
             }
+            live.extend(summary.map(StreamStepBuilder::finish));
         }
         timings.add(Phase::Label, t.elapsed());
 
@@ -557,7 +590,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             w.perf.push(perf_row(rank, step, &secs));
             if args.flush_steps > 0 && (step + 1) % args.flush_steps == 0 {
                 let attrs = run_attrs.progress(step + 1);
-                if let Err(e) = w.flush(coll, &names, detector.as_ref(), &attrs) {
+                if let Err(e) = w.flush(coll, &names, detector.as_ref(), &profiles, &attrs) {
                     failure.get_or_insert(format!("{e:#}"));
                 }
             }
@@ -584,11 +617,17 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                     coll,
                     &names,
                     detector.as_ref(),
+                    &profiles,
                     false,
                     &run_attrs.at_end(steps_done, false, ended_at),
                 );
             }
             return Err(err);
+        }
+        // Live statistics of steps that had data (collective; every rank
+        // knows from the status whether any stream delivered a step).
+        if let (Some(v), true) = (viz.as_mut(), g[status::ROWS] > 0) {
+            v.step(coll, step, &live, &profiles, &names);
         }
         global_rows += g[status::ROWS];
         global_executions += g[status::EXECUTIONS];
@@ -674,7 +713,14 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
     if let Some(w) = prov.take() {
         let attrs = run_attrs.at_end(steps_done, true, ended_at);
-        if let Err(err) = w.finish(coll, &names, detector.as_ref(), args.final_relabel, &attrs) {
+        if let Err(err) = w.finish(
+            coll,
+            &names,
+            detector.as_ref(),
+            &profiles,
+            args.final_relabel,
+            &attrs,
+        ) {
             end_failure.get_or_insert(format!("{err:#}"));
         }
     }
@@ -736,7 +782,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
 
 /// Adds this step's executions and counter samples to the run's profiles
 /// (every execution counted once, when it completes).
-fn profile_step(stats: &mut crate::output::stats::GlobalStats, streams: &[OwnedStream]) {
+fn profile_step(stats: &mut GlobalStats, streams: &[OwnedStream]) {
     for s in streams {
         for e in &s.out.executions {
             stats.function(e.function).profile(e.inclusive, e.exclusive);
