@@ -51,7 +51,7 @@ if [ "$WHAT" = synth ] || [ "$WHAT" = all ]; then
 fi
 
 if [ "$WHAT" = run ] || [ "$WHAT" = all ]; then
-  MPIRUN=(mpirun $CHIMBUKO_MPIRUN_FLAGS)
+  read -r -a MPIRUN <<<"mpirun $CHIMBUKO_MPIRUN_FLAGS"
   field() { "$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
   data="$OUT/large-BP5"
   [ -d "$data/tau-metrics-large-0.bp" ] || "$BIN" synth scenarios/large.toml --engine BP5 --out "$data" >/dev/null

@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libhdf5-openmpi-dev hdf5-tools
   libclang-dev clang
   python3 python3-venv python3-pip
+  shellcheck
 )
 
 as_root() {

@@ -10,6 +10,8 @@ bash scripts/setup.sh
 
 echo "[test] cargo fmt --check"
 cargo fmt --all -- --check
+echo "[test] shellcheck (job scripts and our scripts)"
+shellcheck -x jobscripts/*.sh scripts/*.sh
 echo "[test] cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "[test] cargo test"
