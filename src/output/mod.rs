@@ -71,6 +71,9 @@ pub struct ProvenanceWriter {
     pub metadata: Vec<MetadataRow>,
     pub steps: Vec<StepRow>,
     pub perf: Vec<PerfRow>,
+    /// This rank's streams (the `streams` table is rewritten whole at each
+    /// write from every rank's rows).
+    pub stream_rows: Vec<StreamRow>,
     /// Model snapshots (rank 0 only holds rows; all ranks count them).
     models: Vec<ModelRow>,
     model_hist: Vec<u64>,
@@ -119,6 +122,7 @@ impl ProvenanceWriter {
             metadata: Vec::new(),
             steps: Vec::new(),
             perf: Vec::new(),
+            stream_rows: Vec::new(),
             models: Vec::new(),
             model_hist: Vec::new(),
             models_total: 0,
@@ -457,6 +461,7 @@ impl ProvenanceWriter {
             model_rows.push(model_row(u64::MAX, f, &s, names, hist.len() as u64));
             hist.extend_from_slice(&s.hist_counts);
         }
+        let (stream_off, stream_tot) = coll.append_offsets(&[self.stream_rows.len() as u64]);
         let tables: [(&str, u64); 6] = [
             ("functions", functions.len() as u64),
             ("counters", counters.len() as u64),
@@ -475,6 +480,7 @@ impl ProvenanceWriter {
                 .and_then(|_| f.recreate::<CounterStatsRow>(tables[3].0, tables[3].1))
                 .and_then(|_| f.recreate::<ModelRow>(tables[4].0, tables[4].1))
                 .and_then(|_| f.recreate::<u64>(tables[5].0, tables[5].1))
+                .and_then(|_| f.recreate::<StreamRow>("streams", stream_tot[0]))
         };
         let r = self.usable().and(r);
         self.agreed(coll, r)?;
@@ -490,6 +496,8 @@ impl ProvenanceWriter {
         } else {
             Ok(())
         };
+        // Each rank writes its own streams' rows.
+        let r = r.and_then(|_| f.write_rows("streams", stream_off[0], &self.stream_rows));
         self.agreed(coll, r)
     }
 

@@ -529,6 +529,32 @@ pub struct ModelRow {
     pub hist_len: u32,
 }
 
+/// One application stream: how far it was read and how it ended.
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct StreamRow {
+    pub pid: u32,
+    pub rid: u64,
+    pub path: NameStr,
+    /// `reading` (the run stopped first), `ended` (the writer closed it),
+    /// `stalled` (no new step within the step timeout), `failed`.
+    pub state: ShortStr,
+    /// Steps and rows read.
+    pub steps: u64,
+    pub rows: u64,
+    /// Run step of the last step read, and the run step at which the stream
+    /// stopped (2^64−1: none).
+    pub last_step: u64,
+    pub stopped_at: u64,
+    pub stalled_after_s: f64,
+    /// Input problems found (rejected or repaired rows, malformed
+    /// attributes, broken call stacks), in total and by kind.
+    pub issues: u64,
+    pub issue_counts: MetaStr,
+    /// Why a failed stream failed.
+    pub message: MetaStr,
+}
+
 /// What one stream delivered in one step.
 #[derive(H5Type, Clone, Copy, Debug)]
 #[repr(C)]

@@ -11,28 +11,30 @@ pub mod config;
 pub mod names;
 pub mod report;
 pub mod settings;
+pub mod streams;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 use crate::collectives::Collectives;
 use crate::detect::sstd::{Sstd, SstdParams};
 use crate::detect::Verdict;
 use crate::detect::{Detector, Label};
-use crate::events::{EventIssues, EventOptions, Execution, IndexMap, StepEvents, StreamEvents};
-use crate::output::collect::{ProvenanceOptions, StepContext, StreamProvenance};
+use crate::events::{EventIssues, Execution};
+use crate::output::collect::{ProvenanceOptions, StepContext};
 use crate::output::hdf5file::AttrValue;
 use crate::output::records::{PerfRow, StepRow};
 use crate::output::stats::GlobalStats;
 use crate::output::viz::{StreamStep, StreamStepBuilder, VizStream};
 use crate::output::ProvenanceWriter;
-use crate::trace::adios::{Engine, ReadOptions};
-use crate::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader};
+use crate::trace::adios::Engine;
+use crate::trace::tau::TauStep;
 use config::{FunctionRules, StreamSpec};
 use names::GlobalNames;
 use report::{FunctionTotals, LabelWriter, Phase, RunSummary, Timings, TruthSet};
+use streams::OwnedStream;
 
 /// Detectors available to `--algorithm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -185,22 +187,6 @@ pub struct RunArgs {
     pub settings: Vec<settings::Setting>,
 }
 
-/// One stream owned by this rank.
-struct OwnedStream {
-    spec: StreamSpec,
-    reader: Option<TauStreamReader>,
-    events: StreamEvents,
-    map: IndexMap,
-    /// This step's executions (buffers reused from step to step).
-    out: StepEvents,
-    /// The verdict of each of `out.executions`.
-    verdicts: Vec<Verdict>,
-    /// Provenance state carried from step to step.
-    prov: StreamProvenance,
-    done: bool,
-    idle: Duration,
-}
-
 /// Index of the status vector shared every step.
 mod status {
     pub const EXECUTIONS: usize = 0;
@@ -266,25 +252,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             );
         }
     }
-    let mut streams: Vec<OwnedStream> = mine
-        .into_iter()
-        .map(|spec| OwnedStream {
-            events: StreamEvents::new(
-                spec.program,
-                spec.app_rank,
-                spec.path.display().to_string(),
-                EventOptions::default(),
-            ),
-            prov: StreamProvenance::new(spec.program, spec.app_rank),
-            spec,
-            reader: None,
-            map: IndexMap::default(),
-            out: StepEvents::default(),
-            verdicts: Vec::new(),
-            done: false,
-            idle: Duration::ZERO,
-        })
-        .collect();
+    let mut streams: Vec<OwnedStream> = mine.into_iter().map(OwnedStream::new).collect();
 
     let mut names = GlobalNames::default();
     let mut detector: Box<dyn Detector> = match args.algorithm {
@@ -347,14 +315,11 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let mut global_anomalies = 0u64;
     let mut steps_done = 0u64;
 
-    // Open streams (errors are reported through the first status exchange).
+    // Open streams (setup errors are reported through the first status
+    // exchange; a stream that exists but cannot be read just fails).
     for s in &mut streams {
-        match open_stream(s, args) {
-            Ok(r) => s.reader = Some(r),
-            Err(e) => {
-                failure.get_or_insert(format!("{e:#}"));
-                s.done = true;
-            }
+        if let Err(e) = s.open(args, 0) {
+            failure.get_or_insert(format!("{e:#}"));
         }
     }
 
@@ -371,19 +336,12 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let mut tau_steps: Vec<(usize, TauStep)> = Vec::new();
         let mut rows = 0u64;
         for (i, s) in streams.iter_mut().enumerate() {
-            if s.done || failure.is_some() {
+            if s.done() || failure.is_some() {
                 continue;
             }
-            match read_step(s, args) {
-                Ok(Some(st)) => {
-                    rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
-                    tau_steps.push((i, st));
-                }
-                Ok(None) => s.done = true,
-                Err(e) => {
-                    failure.get_or_insert(format!("{e:#}"));
-                    s.done = true;
-                }
+            if let Some(st) = s.read_step(args, step) {
+                rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
+                tau_steps.push((i, st));
             }
         }
         timings.add(Phase::Read, t.elapsed());
@@ -430,9 +388,12 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             let s = &mut streams[i];
             s.events.process_step_into(step, &st, &s.map, &mut s.out);
             if s.out.issues.has_problems() && !args.quiet {
-                eprintln!("warning: {}", s.out.issues.summary(&s.events_name(), step));
+                eprintln!("warning: {}", s.out.issues.summary(&s.name(), step));
             }
             issues_total.merge(&s.out.issues);
+            let step_issues = std::mem::take(&mut s.out.issues);
+            s.count_event_issues(&step_issues);
+            s.out.issues = step_issues;
             if let Some(r) = s.reader.as_mut() {
                 r.recycle(st);
             }
@@ -589,6 +550,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             let secs = timings.take_step();
             w.perf.push(perf_row(rank, step, &secs));
             if args.flush_steps > 0 && (step + 1) % args.flush_steps == 0 {
+                w.stream_rows = streams.iter().map(|s| s.row()).collect();
                 let attrs = run_attrs.progress(step + 1);
                 if let Err(e) = w.flush(coll, &names, detector.as_ref(), &profiles, &attrs) {
                     failure.get_or_insert(format!("{e:#}"));
@@ -602,7 +564,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let mut st = [0u64; status::LEN];
         st[status::EXECUTIONS] = step_labelled;
         st[status::ANOMALIES] = step_anomalies;
-        st[status::ACTIVE_STREAMS] = streams.iter().filter(|s| !s.done).count() as u64;
+        st[status::ACTIVE_STREAMS] = streams.iter().filter(|s| !s.done()).count() as u64;
         st[status::FAILED] = failure.is_some() as u64;
         st[status::ROWS] = rows;
         let g = coll.allreduce_sum(&st);
@@ -610,7 +572,8 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         if g[status::FAILED] > 0 {
             let err = collective_failure(coll, failure.as_deref());
             let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
-            if let Some(w) = prov.take() {
+            if let Some(mut w) = prov.take() {
+                w.stream_rows = streams.iter().map(|s| s.row()).collect();
                 // Best effort: the file keeps every flushed step and says
                 // the run did not complete.
                 let _ = w.finish(
@@ -711,7 +674,8 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         w.snapshot_models(coll, steps_done, detector.as_ref(), &names);
     }
     let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
-    if let Some(w) = prov.take() {
+    if let Some(mut w) = prov.take() {
+        w.stream_rows = streams.iter().map(|s| s.row()).collect();
         let attrs = run_attrs.at_end(steps_done, true, ended_at);
         if let Err(err) = w.finish(
             coll,
@@ -741,7 +705,20 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             "internal error: global models differ across AD ranks (digests {dmin:x} vs {dmax:x})"
         );
     }
-    let open_total = coll.allreduce_sum(&[open_calls, issues_total.total()]);
+    let failed_streams = streams
+        .iter()
+        .filter(|s| matches!(s.state, streams::StreamState::Failed { .. }))
+        .count() as u64;
+    let stalled_streams = streams
+        .iter()
+        .filter(|s| matches!(s.state, streams::StreamState::Stalled { .. }))
+        .count() as u64;
+    let open_total = coll.allreduce_sum(&[
+        open_calls,
+        issues_total.total(),
+        failed_streams,
+        stalled_streams,
+    ]);
     let phase_max = timings.reduce_max(coll);
     let peak_rss_kb = coll.allreduce_max(&[crate::tuning::peak_rss_kb()])[0];
     if rank == 0 {
@@ -756,6 +733,8 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             anomalies_pruned_at_end: pruned,
             open_calls_at_end: open_total[0],
             event_issues: open_total[1],
+            streams_failed: open_total[2],
+            streams_stalled: open_total[3],
             seconds: start.elapsed().as_secs_f64(),
             model_digest: format!("{digest:016x}"),
             peak_rss_mb: peak_rss_kb as f64 / 1024.0,
@@ -963,56 +942,6 @@ impl RunAttributes {
 
 fn is_ignored(ignored: &[bool], f: u32) -> bool {
     ignored.get(f as usize).copied().unwrap_or(false)
-}
-
-impl OwnedStream {
-    fn events_name(&self) -> String {
-        self.spec.path.display().to_string()
-    }
-}
-
-fn open_stream(s: &OwnedStream, args: &RunArgs) -> anyhow::Result<TauStreamReader> {
-    let opts = TauReaderOptions {
-        engine: args.engine,
-        program_idx: s.spec.program as u64,
-        expected_rank: Some(s.spec.app_rank),
-        adios: ReadOptions {
-            open_timeout: Duration::from_secs_f64(args.open_timeout.max(0.0)),
-            ..Default::default()
-        },
-        report_issues: !args.quiet,
-    };
-    TauStreamReader::open(&s.spec.path, opts)
-        .with_context(|| format!("opening stream of app rank {}", s.spec.app_rank))
-}
-
-/// The next step of a stream; `None` at its end (or when it stalls).
-fn read_step(s: &mut OwnedStream, args: &RunArgs) -> anyhow::Result<Option<TauStep>> {
-    let Some(reader) = s.reader.as_mut() else {
-        return Ok(None);
-    };
-    let poll = Duration::from_millis(100);
-    let limit = Duration::from_secs_f64(args.step_timeout.max(0.1));
-    loop {
-        match reader.next_step(poll)? {
-            NextStep::Step(st) => {
-                s.idle = Duration::ZERO;
-                return Ok(Some(*st));
-            }
-            NextStep::EndOfStream => return Ok(None),
-            NextStep::NotReady => {
-                s.idle += poll;
-                if s.idle >= limit {
-                    eprintln!(
-                        "warning: {}: no new step for {:.0} s; treating the stream as ended",
-                        reader.stream(),
-                        s.idle.as_secs_f64()
-                    );
-                    return Ok(None);
-                }
-            }
-        }
-    }
 }
 
 /// Every rank learns every failing rank's message, then all return an error.

@@ -389,6 +389,10 @@ pub struct RunSummary {
     pub anomalies_pruned_at_end: u64,
     pub open_calls_at_end: u64,
     pub event_issues: u64,
+    /// Streams that failed (unreadable data, writer gone) or stalled (no
+    /// step within the step timeout); the others were analysed to the end.
+    pub streams_failed: u64,
+    pub streams_stalled: u64,
     pub seconds: f64,
     pub model_digest: String,
     /// Largest peak resident set size of any AD rank.
@@ -472,6 +476,12 @@ pub fn print_summary(
         parts.join(", "),
         s.peak_rss_mb
     );
+    if s.streams_failed > 0 || s.streams_stalled > 0 {
+        println!(
+            "streams that failed: {}; stalled: {} (see the `streams` table of the provenance file)",
+            s.streams_failed, s.streams_stalled
+        );
+    }
     if s.open_calls_at_end > 0 || s.event_issues > 0 {
         println!(
             "calls still open at end of stream: {}; event issues: {}",

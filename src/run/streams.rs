@@ -1,0 +1,234 @@
+//! The streams one AD rank reads, with their state: open, reading, ended,
+//! stalled or failed. A stream that fails or stalls mid-run ends on its own
+//! (with a warning and a row in the provenance file's `streams` table); the
+//! others go on. Only setup errors — a stream that never appears — stop the
+//! run.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::detect::Verdict;
+use crate::events::{EventIssues, EventOptions, IndexMap, StepEvents, StreamEvents};
+use crate::output::collect::StreamProvenance;
+use crate::output::records::{fixed, StreamRow};
+use crate::trace::adios::{AdiosError, ReadOptions};
+use crate::trace::tau::{
+    NextStep, StepIssues, TauReaderOptions, TauStep, TauStreamReader, TraceError,
+};
+
+use super::config::StreamSpec;
+use super::RunArgs;
+
+/// Where a stream stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamState {
+    Reading,
+    /// The writer closed the stream after `steps` steps.
+    Ended,
+    /// No new step for the step timeout.
+    Stalled {
+        after_secs: f64,
+    },
+    /// Reading failed (corrupt data, writer gone, ...).
+    Failed {
+        message: String,
+    },
+}
+
+impl StreamState {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StreamState::Reading => "reading",
+            StreamState::Ended => "ended",
+            StreamState::Stalled { .. } => "stalled",
+            StreamState::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// One stream owned by this rank.
+pub struct OwnedStream {
+    pub spec: StreamSpec,
+    pub reader: Option<TauStreamReader>,
+    pub events: StreamEvents,
+    pub map: IndexMap,
+    /// This step's executions (buffers reused from step to step).
+    pub out: StepEvents,
+    /// The verdict of each of `out.executions`.
+    pub verdicts: Vec<Verdict>,
+    /// Provenance state carried from step to step.
+    pub prov: StreamProvenance,
+    pub state: StreamState,
+    /// Steps and rows read so far; the run step of the last step read.
+    pub steps: u64,
+    pub rows: u64,
+    pub last_step: Option<u64>,
+    /// Run step at which the stream stopped (ended, stalled or failed).
+    pub stopped_at: Option<u64>,
+    idle: Duration,
+    /// Problems in the input so far, by kind (reader and call-stack replay).
+    pub issues: BTreeMap<&'static str, u64>,
+}
+
+impl OwnedStream {
+    pub fn new(spec: StreamSpec) -> Self {
+        OwnedStream {
+            events: StreamEvents::new(
+                spec.program,
+                spec.app_rank,
+                spec.path.display().to_string(),
+                EventOptions::default(),
+            ),
+            prov: StreamProvenance::new(spec.program, spec.app_rank),
+            spec,
+            reader: None,
+            map: IndexMap::default(),
+            out: StepEvents::default(),
+            verdicts: Vec::new(),
+            state: StreamState::Reading,
+            steps: 0,
+            rows: 0,
+            last_step: None,
+            stopped_at: None,
+            idle: Duration::ZERO,
+            issues: BTreeMap::new(),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        self.spec.path.display().to_string()
+    }
+
+    pub fn done(&self) -> bool {
+        self.state != StreamState::Reading
+    }
+
+    /// Opens the stream. A stream that does not appear within the open
+    /// timeout is a setup error (`Err`: the run stops); one that exists
+    /// but cannot be read is marked failed and the run goes on.
+    pub fn open(&mut self, args: &RunArgs, step: u64) -> anyhow::Result<()> {
+        let opts = TauReaderOptions {
+            engine: args.engine,
+            program_idx: self.spec.program as u64,
+            expected_rank: Some(self.spec.app_rank),
+            adios: ReadOptions {
+                open_timeout: Duration::from_secs_f64(args.open_timeout.max(0.0)),
+                ..Default::default()
+            },
+            report_issues: !args.quiet,
+        };
+        match TauStreamReader::open(&self.spec.path, opts) {
+            Ok(r) => {
+                self.reader = Some(r);
+                Ok(())
+            }
+            Err(TraceError::Open(e @ AdiosError::NotFound { .. })) => {
+                Err(e).with_context(|| format!("opening stream of app rank {}", self.spec.app_rank))
+            }
+            Err(e) => {
+                self.fail(step, format!("cannot open: {e}"), args.quiet);
+                Ok(())
+            }
+        }
+    }
+
+    fn stop(&mut self, step: u64, state: StreamState) {
+        self.state = state;
+        self.stopped_at = Some(step);
+        self.reader = None;
+    }
+
+    fn fail(&mut self, step: u64, message: String, quiet: bool) {
+        if !quiet {
+            eprintln!(
+                "warning: {}: stream failed at step {step}: {message}; the other streams go on",
+                self.name()
+            );
+        }
+        self.stop(step, StreamState::Failed { message });
+    }
+
+    /// The next step of the stream, or `None` once it has ended, stalled
+    /// or failed (which this records).
+    pub fn read_step(&mut self, args: &RunArgs, step: u64) -> Option<TauStep> {
+        let reader = self.reader.as_mut()?;
+        let poll = Duration::from_millis(100);
+        let limit = Duration::from_secs_f64(args.step_timeout.max(0.1));
+        loop {
+            match reader.next_step(poll) {
+                Ok(NextStep::Step(st)) => {
+                    self.idle = Duration::ZERO;
+                    self.steps += 1;
+                    self.rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
+                    self.last_step = Some(step);
+                    self.count_reader_issues(&st.issues);
+                    return Some(*st);
+                }
+                Ok(NextStep::EndOfStream) => {
+                    self.stop(step, StreamState::Ended);
+                    return None;
+                }
+                Ok(NextStep::NotReady) => {
+                    self.idle += poll;
+                    if self.idle >= limit {
+                        let after_secs = self.idle.as_secs_f64();
+                        if !args.quiet {
+                            eprintln!(
+                                "warning: {}: no new step for {after_secs:.0} s; treating the stream as ended",
+                                self.name()
+                            );
+                        }
+                        self.stop(step, StreamState::Stalled { after_secs });
+                        return None;
+                    }
+                }
+                Err(e) => {
+                    self.fail(step, format!("{e}"), args.quiet);
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn count_reader_issues(&mut self, issues: &StepIssues) {
+        for (k, n) in &issues.counts {
+            *self.issues.entry(k.name()).or_default() += n;
+        }
+    }
+
+    pub fn count_event_issues(&mut self, issues: &EventIssues) {
+        for (k, n) in &issues.counts {
+            *self.issues.entry(k.name()).or_default() += n;
+        }
+    }
+
+    /// The stream's row of the provenance file's `streams` table.
+    pub fn row(&self) -> StreamRow {
+        let (message, stalled) = match &self.state {
+            StreamState::Failed { message } => (message.clone(), 0.0),
+            StreamState::Stalled { after_secs } => (String::new(), *after_secs),
+            _ => (String::new(), 0.0),
+        };
+        let issues: Vec<String> = self
+            .issues
+            .iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect();
+        StreamRow {
+            pid: self.spec.program,
+            rid: self.spec.app_rank,
+            path: fixed(&self.name()),
+            state: fixed(self.state.name()),
+            steps: self.steps,
+            rows: self.rows,
+            last_step: self.last_step.unwrap_or(u64::MAX),
+            stopped_at: self.stopped_at.unwrap_or(u64::MAX),
+            stalled_after_s: stalled,
+            issues: self.issues.values().sum(),
+            issue_counts: fixed(&issues.join("; ")),
+            message: fixed(&message),
+        }
+    }
+}
