@@ -11,10 +11,11 @@ pub mod config;
 pub mod names;
 pub mod report;
 pub mod settings;
+pub mod signals;
 pub mod streams;
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
@@ -176,6 +177,11 @@ pub struct RunArgs {
     /// Steps between live statistics packets.
     #[arg(long, default_value_t = 1)]
     pub stats_every: u64,
+    /// After SIGTERM/SIGINT the AD ranks stop together at the end of the
+    /// step and write what they have; a rank that cannot finish within
+    /// this many seconds (a peer is gone) exits anyway.
+    #[arg(long, default_value_t = 30.0)]
+    pub stop_grace: f64,
     /// TOML file of settings (keys: flag names). Every flag can also be set
     /// in the environment as CHIMBUKO_<FLAG> (e.g. CHIMBUKO_FLUSH_STEPS=5);
     /// a flag beats the environment, which beats the file.
@@ -194,7 +200,9 @@ mod status {
     pub const ACTIVE_STREAMS: usize = 2;
     pub const FAILED: usize = 3;
     pub const ROWS: usize = 4;
-    pub const LEN: usize = 5;
+    /// Some rank received SIGTERM/SIGINT.
+    pub const STOP: usize = 5;
+    pub const LEN: usize = 6;
 }
 
 /// Entry point of `chimbuko-mpi run`.
@@ -230,6 +238,7 @@ impl std::error::Error for AlreadyReported {}
 /// The analysis, on an initialized communicator.
 pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let (rank, size) = (coll.rank(), coll.size());
+    signals::install(rank, Duration::from_secs_f64(args.stop_grace.max(0.0)));
     let start = Instant::now();
     let started_at = coll.allreduce_max(&[unix_seconds()])[0];
     // Configuration errors are the same on every rank: fail before any step.
@@ -318,7 +327,10 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // Open streams (setup errors are reported through the first status
     // exchange; a stream that exists but cannot be read just fails).
     for s in &mut streams {
-        if let Err(e) = s.open(args, 0) {
+        s.start_open(args);
+    }
+    for s in &mut streams {
+        if let Err(e) = s.opened(args) {
             failure.get_or_insert(format!("{e:#}"));
         }
     }
@@ -335,13 +347,18 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let t = Instant::now();
         let mut tau_steps: Vec<(usize, TauStep)> = Vec::new();
         let mut rows = 0u64;
-        for (i, s) in streams.iter_mut().enumerate() {
-            if s.done() || failure.is_some() {
-                continue;
+        if failure.is_none() {
+            for s in streams.iter_mut().filter(|s| !s.done()) {
+                s.request_step();
             }
-            if let Some(st) = s.read_step(args, step) {
-                rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
-                tau_steps.push((i, st));
+            for (i, s) in streams.iter_mut().enumerate() {
+                if s.done() {
+                    continue;
+                }
+                if let Some(st) = s.wait_step(args, step) {
+                    rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
+                    tau_steps.push((i, st));
+                }
             }
         }
         timings.add(Phase::Read, t.elapsed());
@@ -394,9 +411,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             let step_issues = std::mem::take(&mut s.out.issues);
             s.count_event_issues(&step_issues);
             s.out.issues = step_issues;
-            if let Some(r) = s.reader.as_mut() {
-                r.recycle(st);
-            }
+            s.spare = Some(st);
             active.push(i);
         }
         timings.add(Phase::Build, t.elapsed());
@@ -567,6 +582,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         st[status::ACTIVE_STREAMS] = streams.iter().filter(|s| !s.done()).count() as u64;
         st[status::FAILED] = failure.is_some() as u64;
         st[status::ROWS] = rows;
+        st[status::STOP] = signals::received().is_some() as u64;
         let g = coll.allreduce_sum(&st);
         timings.add(Phase::Status, t.elapsed());
         if g[status::FAILED] > 0 {
@@ -591,6 +607,22 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         // knows from the status whether any stream delivered a step).
         if let (Some(v), true) = (viz.as_mut(), g[status::ROWS] > 0) {
             v.step(coll, step, &live, &profiles, &names);
+        }
+        if g[status::STOP] > 0 {
+            let sig = signals::received().map_or("a signal on another AD rank", signals::name);
+            let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
+            if let Some(mut w) = prov.take() {
+                w.stream_rows = streams.iter().map(|s| s.row()).collect();
+                let mut attrs = run_attrs.at_end(step + 1, false, ended_at);
+                attrs.push(("stopped_by", AttrValue::Str(sig.to_owned())));
+                if let Err(e) = w.finish(coll, &names, detector.as_ref(), &profiles, false, &attrs)
+                {
+                    eprintln!("chimbuko-mpi: AD rank {rank}: {e:#}");
+                }
+            }
+            bail!(
+                "stopped by {sig} after step {step}; the provenance file holds steps 0..={step} and says completed = 0"
+            );
         }
         global_rows += g[status::ROWS];
         global_executions += g[status::EXECUTIONS];

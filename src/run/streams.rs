@@ -14,9 +14,8 @@ use crate::events::{EventIssues, EventOptions, IndexMap, StepEvents, StreamEvent
 use crate::output::collect::StreamProvenance;
 use crate::output::records::{fixed, StreamRow};
 use crate::trace::adios::{AdiosError, ReadOptions};
-use crate::trace::tau::{
-    NextStep, StepIssues, TauReaderOptions, TauStep, TauStreamReader, TraceError,
-};
+use crate::trace::tau::{StepIssues, TauReaderOptions, TauStep, TraceError};
+use crate::trace::threaded::{ThreadedReader, Waited};
 
 use super::config::StreamSpec;
 use super::RunArgs;
@@ -51,7 +50,10 @@ impl StreamState {
 /// One stream owned by this rank.
 pub struct OwnedStream {
     pub spec: StreamSpec,
-    pub reader: Option<TauStreamReader>,
+    /// The stream, read on a thread of its own (`None` once stopped).
+    reader: Option<ThreadedReader>,
+    /// The previous step's rows, handed back for reuse with the next request.
+    pub spare: Option<TauStep>,
     pub events: StreamEvents,
     pub map: IndexMap,
     /// This step's executions (buffers reused from step to step).
@@ -67,7 +69,6 @@ pub struct OwnedStream {
     pub last_step: Option<u64>,
     /// Run step at which the stream stopped (ended, stalled or failed).
     pub stopped_at: Option<u64>,
-    idle: Duration,
     /// Problems in the input so far, by kind (reader and call-stack replay).
     pub issues: BTreeMap<&'static str, u64>,
 }
@@ -84,6 +85,7 @@ impl OwnedStream {
             prov: StreamProvenance::new(spec.program, spec.app_rank),
             spec,
             reader: None,
+            spare: None,
             map: IndexMap::default(),
             out: StepEvents::default(),
             verdicts: Vec::new(),
@@ -92,7 +94,6 @@ impl OwnedStream {
             rows: 0,
             last_step: None,
             stopped_at: None,
-            idle: Duration::ZERO,
             issues: BTreeMap::new(),
         }
     }
@@ -105,10 +106,8 @@ impl OwnedStream {
         self.state != StreamState::Reading
     }
 
-    /// Opens the stream. A stream that does not appear within the open
-    /// timeout is a setup error (`Err`: the run stops); one that exists
-    /// but cannot be read is marked failed and the run goes on.
-    pub fn open(&mut self, args: &RunArgs, step: u64) -> anyhow::Result<()> {
+    /// Starts opening the stream (on its thread); see [`OwnedStream::opened`].
+    pub fn start_open(&mut self, args: &RunArgs) {
         let opts = TauReaderOptions {
             engine: args.engine,
             program_idx: self.spec.program as u64,
@@ -119,16 +118,29 @@ impl OwnedStream {
             },
             report_issues: !args.quiet,
         };
-        match TauStreamReader::open(&self.spec.path, opts) {
-            Ok(r) => {
-                self.reader = Some(r);
-                Ok(())
-            }
-            Err(TraceError::Open(e @ AdiosError::NotFound { .. })) => {
+        self.reader = Some(ThreadedReader::open(&self.spec.path, opts));
+    }
+
+    /// Waits for the open. A stream that does not appear within the open
+    /// timeout is a setup error (`Err`: the run stops); one that exists but
+    /// cannot be opened is marked failed and the run goes on.
+    pub fn opened(&mut self, args: &RunArgs) -> anyhow::Result<()> {
+        let Some(reader) = self.reader.as_mut() else {
+            return Ok(());
+        };
+        // The thread itself waits up to the open timeout; allow it a margin.
+        let limit = Duration::from_secs_f64(args.open_timeout.max(0.0) + 30.0);
+        match reader.wait(limit, &|| super::signals::received().is_some()) {
+            Waited::Opened | Waited::Interrupted => Ok(()),
+            Waited::Failed(TraceError::Open(e @ AdiosError::NotFound { .. })) => {
                 Err(e).with_context(|| format!("opening stream of app rank {}", self.spec.app_rank))
             }
-            Err(e) => {
-                self.fail(step, format!("cannot open: {e}"), args.quiet);
+            Waited::Failed(e) => {
+                self.fail(0, format!("cannot open: {e}"), args.quiet);
+                Ok(())
+            }
+            other => {
+                self.fail(0, format!("opening did not finish ({other:?})"), args.quiet);
                 Ok(())
             }
         }
@@ -137,7 +149,9 @@ impl OwnedStream {
     fn stop(&mut self, step: u64, state: StreamState) {
         self.state = state;
         self.stopped_at = Some(step);
-        self.reader = None;
+        if let Some(mut r) = self.reader.take() {
+            r.abandon();
+        }
     }
 
     fn fail(&mut self, step: u64, message: String, quiet: bool) {
@@ -150,45 +164,50 @@ impl OwnedStream {
         self.stop(step, StreamState::Failed { message });
     }
 
-    /// The next step of the stream, or `None` once it has ended, stalled
-    /// or failed (which this records).
-    pub fn read_step(&mut self, args: &RunArgs, step: u64) -> Option<TauStep> {
+    /// Asks the stream's thread for the next step (all streams of the rank
+    /// are asked first, then waited for: they are read in parallel).
+    pub fn request_step(&mut self) {
+        let spare = self.spare.take();
+        if let Some(r) = self.reader.as_mut() {
+            r.request(spare);
+        }
+    }
+
+    /// The step requested, or `None` once the stream has ended, stalled
+    /// (no step within `--step-timeout`) or failed — which this records —
+    /// or when a stop signal interrupts the wait.
+    pub fn wait_step(&mut self, args: &RunArgs, step: u64) -> Option<TauStep> {
         let reader = self.reader.as_mut()?;
-        let poll = Duration::from_millis(100);
         let limit = Duration::from_secs_f64(args.step_timeout.max(0.1));
-        loop {
-            match reader.next_step(poll) {
-                Ok(NextStep::Step(st)) => {
-                    self.idle = Duration::ZERO;
-                    self.steps += 1;
-                    self.rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
-                    self.last_step = Some(step);
-                    self.count_reader_issues(&st.issues);
-                    return Some(*st);
-                }
-                Ok(NextStep::EndOfStream) => {
-                    self.stop(step, StreamState::Ended);
-                    return None;
-                }
-                Ok(NextStep::NotReady) => {
-                    self.idle += poll;
-                    if self.idle >= limit {
-                        let after_secs = self.idle.as_secs_f64();
-                        if !args.quiet {
-                            eprintln!(
-                                "warning: {}: no new step for {after_secs:.0} s; treating the stream as ended",
-                                self.name()
-                            );
-                        }
-                        self.stop(step, StreamState::Stalled { after_secs });
-                        return None;
-                    }
-                }
-                Err(e) => {
-                    self.fail(step, format!("{e}"), args.quiet);
-                    return None;
-                }
+        match reader.wait(limit, &|| super::signals::received().is_some()) {
+            Waited::Step(st) => {
+                self.steps += 1;
+                self.rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
+                self.last_step = Some(step);
+                self.count_reader_issues(&st.issues);
+                Some(*st)
             }
+            Waited::EndOfStream => {
+                self.stop(step, StreamState::Ended);
+                None
+            }
+            Waited::TimedOut => {
+                let after_secs = limit.as_secs_f64();
+                if !args.quiet {
+                    eprintln!(
+                        "warning: {}: no new step for {after_secs:.0} s; treating the stream as ended",
+                        self.name()
+                    );
+                }
+                self.stop(step, StreamState::Stalled { after_secs });
+                None
+            }
+            Waited::Failed(e) => {
+                self.fail(step, format!("{e}"), args.quiet);
+                None
+            }
+            // Stopping: the request stays outstanding; the run ends.
+            Waited::Interrupted | Waited::Opened => None,
         }
     }
 

@@ -7,4 +7,5 @@
 pub mod adios;
 pub mod format;
 pub mod tau;
+pub mod threaded;
 pub mod writer;

@@ -1,0 +1,203 @@
+//! A TAU stream read on a thread of its own.
+//!
+//! Every ADIOS2 call of one stream — open, each step, close — happens on
+//! that stream's thread; the analysis asks for the next step and waits with
+//! a time-out of its choosing. That gives two things the lockstep analysis
+//! needs:
+//! - a stream that hangs *inside* ADIOS2 (a truncated file that ADIOS2
+//!   waits to see grow, a stuck file system, an SST writer that never
+//!   sends its next step — SST itself cannot be given a step time-out
+//!   safely, see `adios::StreamReader::begin_step`) is given up on after the
+//!   time-out and the other streams go on; the thread is left behind and
+//!   ends when its call returns;
+//! - the streams of one AD rank are read in parallel.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader, TraceError};
+
+/// What the stream's thread answers.
+enum Reply {
+    Opened(Result<(), TraceError>),
+    Step(Result<NextStep, TraceError>),
+}
+
+/// The outcome of waiting for the stream.
+#[derive(Debug)]
+pub enum Waited {
+    /// The stream is open (answer to the open).
+    Opened,
+    Step(Box<TauStep>),
+    EndOfStream,
+    Failed(TraceError),
+    /// Nothing within the time-out; ask again or give up.
+    TimedOut,
+    /// `interrupted()` became true while waiting.
+    Interrupted,
+}
+
+/// Handle of a stream read on its own thread.
+pub struct ThreadedReader {
+    stream: String,
+    /// `Some(recycled buffers)` asks for the next step; dropping the
+    /// sender ends the thread after its current call.
+    requests: Option<Sender<Option<TauStep>>>,
+    replies: Receiver<Reply>,
+    /// Set when the analysis gives up on the stream.
+    abandoned: Arc<AtomicBool>,
+    /// A request (or the open) is outstanding.
+    pending: bool,
+}
+
+impl ThreadedReader {
+    /// Starts the thread, which opens the stream; [`ThreadedReader::wait`]
+    /// returns [`Waited::Opened`] (or the error) when it is open.
+    pub fn open(path: &Path, opts: TauReaderOptions) -> ThreadedReader {
+        let (req_tx, req_rx) = mpsc::channel::<Option<TauStep>>();
+        let (rep_tx, rep_rx) = mpsc::channel::<Reply>();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let path: PathBuf = path.to_path_buf();
+        let stream = path.display().to_string();
+        let flag = abandoned.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("read {}", path.display()))
+            .spawn(move || serve(path, opts, req_rx, rep_tx, flag));
+        if let Err(e) = spawned {
+            // Cannot happen short of resource exhaustion; reported as a
+            // failed open through the same channel shape.
+            let (tx, rx) = mpsc::channel();
+            let _ = tx.send(Reply::Opened(Err(TraceError::Open(
+                super::adios::AdiosError::Invalid {
+                    path: stream.clone(),
+                    msg: format!("cannot start a reader thread: {e}"),
+                },
+            ))));
+            return ThreadedReader {
+                stream,
+                requests: None,
+                replies: rx,
+                abandoned,
+                pending: true,
+            };
+        }
+        ThreadedReader {
+            stream,
+            requests: Some(req_tx),
+            replies: rep_rx,
+            abandoned,
+            pending: true,
+        }
+    }
+
+    pub fn stream(&self) -> &str {
+        &self.stream
+    }
+
+    /// Asks for the next step (does not wait), handing back the previous
+    /// step's row buffers for reuse. No-op while a request is outstanding.
+    pub fn request(&mut self, recycled: Option<TauStep>) {
+        if self.pending {
+            return;
+        }
+        if let Some(tx) = &self.requests {
+            if tx.send(recycled).is_ok() {
+                self.pending = true;
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the outstanding open or step, checking
+    /// `interrupted` every 100 ms.
+    pub fn wait(&mut self, timeout: Duration, interrupted: &dyn Fn() -> bool) -> Waited {
+        if !self.pending {
+            return Waited::TimedOut;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if interrupted() {
+                return Waited::Interrupted;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Waited::TimedOut;
+            }
+            match self
+                .replies
+                .recv_timeout(left.min(Duration::from_millis(100)))
+            {
+                Ok(reply) => {
+                    self.pending = false;
+                    return match reply {
+                        Reply::Opened(Ok(())) => Waited::Opened,
+                        Reply::Opened(Err(e)) | Reply::Step(Err(e)) => Waited::Failed(e),
+                        Reply::Step(Ok(NextStep::Step(st))) => Waited::Step(st),
+                        Reply::Step(Ok(NextStep::EndOfStream)) => Waited::EndOfStream,
+                        // The thread only answers with a step or the end.
+                        Reply::Step(Ok(NextStep::NotReady)) => Waited::TimedOut,
+                    };
+                }
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.pending = false;
+                    return Waited::EndOfStream;
+                }
+            }
+        }
+    }
+
+    /// Gives up on the stream: the thread stops at its next chance (or when
+    /// a blocked ADIOS2 call returns) and closes it.
+    pub fn abandon(&mut self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        self.requests = None;
+    }
+}
+
+impl Drop for ThreadedReader {
+    fn drop(&mut self) {
+        self.abandon();
+    }
+}
+
+/// The stream's thread: open, then one step per request.
+fn serve(
+    path: PathBuf,
+    opts: TauReaderOptions,
+    requests: Receiver<Option<TauStep>>,
+    replies: Sender<Reply>,
+    abandoned: Arc<AtomicBool>,
+) {
+    let poll = Duration::from_millis(100);
+    let mut reader = match TauStreamReader::open(&path, opts) {
+        Ok(r) => {
+            let _ = replies.send(Reply::Opened(Ok(())));
+            r
+        }
+        Err(e) => {
+            let _ = replies.send(Reply::Opened(Err(e)));
+            return;
+        }
+    };
+    while let Ok(recycled) = requests.recv() {
+        if let Some(st) = recycled {
+            reader.recycle(st);
+        }
+        let answer = loop {
+            if abandoned.load(Ordering::SeqCst) {
+                return;
+            }
+            match reader.next_step(poll) {
+                Ok(NextStep::NotReady) => continue,
+                other => break other,
+            }
+        };
+        let finished = !matches!(answer, Ok(NextStep::Step(_)));
+        if replies.send(Reply::Step(answer)).is_err() || finished {
+            return;
+        }
+    }
+}
