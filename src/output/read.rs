@@ -41,6 +41,7 @@ pub struct Provenance {
     pub model_params_hist: Vec<u64>,
     pub metadata: Vec<MetadataRow>,
     pub steps: Vec<StepRow>,
+    pub streams: Vec<StreamRow>,
 }
 
 fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
@@ -96,6 +97,7 @@ impl Provenance {
             model_params_hist: table(&f, "model_params_hist")?,
             metadata: table(&f, "metadata")?,
             steps: table(&f, "steps")?,
+            streams: table(&f, "streams")?,
         })
     }
 

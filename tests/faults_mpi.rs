@@ -1,0 +1,380 @@
+//! Faults under mpirun: broken, stalled or dying streams, a dying AD rank,
+//! SIGTERM, bad input rows, an output file system that fills up. The AD
+//! finishes what it can, never hangs, and the provenance file says what
+//! happened.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::trace::adios::Engine;
+use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
+use common::*;
+
+fn synth(dir: &Path, extra: &[&str]) {
+    run_ok(
+        Command::new(exe())
+            .arg("synth")
+            .arg("--out")
+            .arg(dir)
+            .args(extra),
+    );
+}
+
+/// One writer process per application rank (so that each can be stopped
+/// or killed alone), paced like an application.
+fn writers(dir: &Path, engine: &str, ranks: u64, steps: u64) -> Vec<Child> {
+    (0..ranks)
+        .map(|r| {
+            Command::new(exe())
+                .arg("synth")
+                .arg("--out")
+                .arg(dir)
+                .args(["--engine", engine, "--only-rank", &r.to_string()])
+                .args(["--ranks", &ranks.to_string(), "--steps", &steps.to_string()])
+                .args(["--events-per-step", "800", "--pace-ms", "100"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn run_cmd(np: usize, pattern: &Path, out: &Path) -> Command {
+    let mut c = mpirun(np);
+    c.arg(exe())
+        .args(["run", "--quiet", "--input"])
+        .arg(pattern)
+        .arg("--out")
+        .arg(out);
+    c
+}
+
+/// (state, steps) of each stream, by application rank.
+fn stream_states(p: &Provenance) -> Vec<(String, u64)> {
+    let mut rows: Vec<_> = p.streams.iter().collect();
+    rows.sort_by_key(|r| r.rid);
+    rows.iter()
+        .map(|r| (r.state.as_str().to_owned(), r.steps))
+        .collect()
+}
+
+#[test]
+fn corrupt_and_foreign_streams_fail_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    synth(&data, &["--steps", "3", "--events-per-step", "1500"]);
+    // Stream 2: data cut short (ADIOS2 waits for it to grow: a stall).
+    let data2 = data.join("tau-metrics-demo-2.bp/data.0");
+    let len = std::fs::metadata(&data2).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&data2)
+        .unwrap()
+        .set_len(len / 3)
+        .unwrap();
+    // Stream 1: not ADIOS2 at all.
+    let s1 = data.join("tau-metrics-demo-1.bp");
+    std::fs::remove_dir_all(&s1).unwrap();
+    std::fs::create_dir(&s1).unwrap();
+    for f in ["md.idx", "md.0", "data.0"] {
+        std::fs::write(s1.join(f), b"this is not an ADIOS2 file at all, sorry").unwrap();
+    }
+    let out = dir.path().join("prov.h5");
+    let start = Instant::now();
+    let stdout = run_ok(
+        run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out).args([
+            "--step-timeout",
+            "3",
+            "--open-timeout",
+            "5",
+        ]),
+    );
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert!(stdout.contains("streams that failed: "), "{stdout}");
+    let p = Provenance::load(&out).unwrap();
+    assert_eq!(p.attrs["completed"], "1");
+    let states = stream_states(&p);
+    assert_eq!(states[0], ("ended".into(), 3));
+    assert_eq!(states[3], ("ended".into(), 3));
+    // ADIOS2 either rejects the foreign files or waits on them like on the
+    // truncated data: failed (with the reason) or stalled, never analysed
+    // past the damage.
+    for r in [1, 2] {
+        assert!(
+            states[r].0 == "failed" || states[r].0 == "stalled",
+            "stream {r}: {states:?}"
+        );
+        assert!(states[r].1 < 3, "stream {r}: {states:?}");
+    }
+    for s in p.streams.iter().filter(|s| s.state.as_str() == "failed") {
+        assert!(!s.message.as_str().is_empty());
+    }
+    // The healthy streams were analysed completely.
+    assert_eq!(p.steps.iter().filter(|s| s.rid == 0).count(), 3);
+}
+
+#[test]
+fn bad_rows_are_counted_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tau-metrics-bad-0.bp");
+    let t0 = 1_700_000_000_000_000u64;
+    let e = |et: u64, f: u64, ts: u64| [0u64, 0, 0, et, f, ts];
+    let attrs: Vec<(String, String)> = [
+        ("event_type 0", "ENTRY"),
+        ("event_type 1", "EXIT"),
+        ("timer 0", "main"),
+        ("timer 1", "solve"),
+        ("timer x", "malformed"),
+        ("MetaData:0:0:Hostname", "node1"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let steps = vec![
+        StepData {
+            funcs: vec![
+                e(0, 0, t0),
+                e(0, 1, t0 + 10),
+                e(1, 1, t0 + 20),
+                [0, 5, 0, 0, 1, t0 + 21], // rank disagrees with the name
+                e(0, 77, t0 + 22),        // unknown function
+                e(0, 1, 0),               // timestamp 0 (goes backwards)
+                e(1, 1, u64::MAX),        // absurd timestamp, EXIT w/o ENTRY
+                e(1, 0, u64::MAX),        // EXIT of a function not open
+            ],
+            new_attributes: attrs,
+            ..Default::default()
+        },
+        StepData {
+            funcs: vec![e(0, 1, t0 + 5), e(1, 1, t0 + 100)], // back in time
+            ..Default::default()
+        },
+    ];
+    let mut w = TauStreamWriter::create(&path, Engine::BP4, vec![]).unwrap();
+    for s in &steps {
+        w.write_step(s).unwrap();
+    }
+    w.close().unwrap();
+    let out = dir.path().join("prov.h5");
+    run_ok(&mut run_cmd(
+        1,
+        &dir.path().join("tau-metrics-bad-{rank}.bp"),
+        &out,
+    ));
+    let p = Provenance::load(&out).unwrap();
+    assert_eq!(p.attrs["completed"], "1");
+    let s = &p.streams[0];
+    assert_eq!(s.state.as_str(), "ended");
+    let counts = s.issue_counts.as_str();
+    for kind in ["bad rank", "unknown function", "malformed attribute"] {
+        assert!(counts.contains(kind), "{kind:?} not in {counts:?}");
+    }
+    assert!(s.issues >= 5, "{counts}");
+}
+
+#[test]
+fn stalled_and_killed_writers_end_their_streams_only() {
+    for engine in ["BP4", "SST"] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let mut apps = writers(&data, engine, 4, 40);
+        let out = dir.path().join("prov.h5");
+        let mut ad = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out);
+        ad.args([
+            "--engine",
+            engine,
+            "--app-ranks",
+            "4",
+            "--step-timeout",
+            "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let ad = ad.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        // Rank 1's writer hangs (SIGSTOP); rank 2's dies mid-run.
+        // SAFETY: kill(2) on our own child processes.
+        unsafe {
+            libc::kill(apps[1].id() as i32, libc::SIGSTOP);
+            libc::kill(apps[2].id() as i32, libc::SIGKILL);
+        }
+        let start = Instant::now();
+        let result = ad.wait_with_output().unwrap();
+        // SAFETY: as above.
+        unsafe { libc::kill(apps[1].id() as i32, libc::SIGKILL) };
+        for a in &mut apps {
+            let _ = a.wait();
+        }
+        assert!(
+            result.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{engine}: no hang"
+        );
+        let p = Provenance::load(&out).unwrap();
+        let states = stream_states(&p);
+        assert_eq!(states[0], ("ended".into(), 40), "{engine}: {states:?}");
+        assert_eq!(states[3], ("ended".into(), 40), "{engine}: {states:?}");
+        for r in [1, 2] {
+            assert!(
+                states[r].1 < 40 && states[r].0 != "reading",
+                "{engine}: stream {r}: {states:?}"
+            );
+        }
+        // The hung writer is recognised as stalled; where and when is kept.
+        assert_eq!(states[1].0, "stalled", "{engine}: {states:?}");
+        let stalled = p.streams.iter().find(|r| r.rid == 1).unwrap();
+        assert!(stalled.stopped_at < 40 && stalled.stalled_after_s >= 3.0);
+    }
+}
+
+/// Starts a slow in-situ run: 3 SST writer processes, 3 AD ranks.
+fn slow_run(dir: &Path) -> (Vec<Child>, Child, PathBuf) {
+    let data = dir.join("data");
+    let apps = writers(&data, "SST", 3, 200);
+    let out = dir.join("prov.h5");
+    let mut ad = run_cmd(3, &data.join("tau-metrics-demo-{rank}.bp"), &out);
+    ad.args(["--engine", "SST", "--app-ranks", "3", "--flush-steps", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    (apps, ad.spawn().unwrap(), out)
+}
+
+/// The AD processes (children of mpirun), by rank order of their pids.
+fn ad_ranks(mpirun: u32) -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&p: &u32| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s[s.rfind(')')? + 2..]
+                        .split_whitespace()
+                        .nth(1)?
+                        .parse()
+                        .ok()
+                })
+                == Some(mpirun)
+        })
+        .collect();
+    pids.sort();
+    pids
+}
+
+fn finish(apps: Vec<Child>) {
+    for a in apps {
+        kill_tree(a.id());
+        let mut a = a;
+        let _ = a.wait();
+    }
+}
+
+#[test]
+fn a_dead_ad_rank_stops_the_others_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let (apps, ad, out) = slow_run(dir.path());
+    std::thread::sleep(Duration::from_millis(3000));
+    let ranks = ad_ranks(ad.id());
+    assert_eq!(ranks.len(), 3, "{ranks:?}");
+    // SAFETY: kill(2) on a process of the job we started.
+    unsafe { libc::kill(ranks[1] as i32, libc::SIGKILL) };
+    let start = Instant::now();
+    let result = ad.wait_with_output().unwrap();
+    let waited = start.elapsed();
+    finish(apps);
+    assert!(!result.status.success());
+    assert!(waited < Duration::from_secs(60), "stopped after {waited:?}");
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        err.contains("received SIGTERM") || err.contains("exited on signal 9"),
+        "no clear message:\n{err}"
+    );
+    let p = Provenance::load(&out).expect("the file is readable after a rank died");
+    assert_eq!(p.attrs["completed"], "0");
+    let flushed: u64 = p.attrs["steps_written"].parse().unwrap();
+    assert!(flushed >= 5 && flushed % 5 == 0, "{flushed}");
+    assert_eq!(p.steps.len() as u64, 3 * flushed);
+}
+
+#[test]
+fn sigterm_stops_every_rank_together_and_marks_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (apps, ad, out) = slow_run(dir.path());
+    std::thread::sleep(Duration::from_millis(3000));
+    // The batch system signals every process of the job at its time limit.
+    for pid in ad_ranks(ad.id()) {
+        // SAFETY: kill(2) on processes of the job we started.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    let start = Instant::now();
+    let result = ad.wait_with_output().unwrap();
+    let waited = start.elapsed();
+    finish(apps);
+    assert!(!result.status.success());
+    assert!(waited < Duration::from_secs(20), "stopped after {waited:?}");
+    let err = String::from_utf8_lossy(&result.stderr);
+    for r in 0..3 {
+        assert!(
+            err.contains(&format!("AD rank {r}: error: stopped by SIGTERM")),
+            "{err}"
+        );
+    }
+    let p = Provenance::load(&out).unwrap();
+    assert_eq!(p.attrs["completed"], "0");
+    assert_eq!(p.attrs["stopped_by"], "SIGTERM");
+    // Everything up to the stop was written, not only the flushed steps.
+    let steps: u64 = p.attrs["steps_written"].parse().unwrap();
+    assert!(steps >= 10, "{steps}");
+    assert!(p.steps.len() as u64 >= 3 * (steps - 1));
+    assert!(p.streams.iter().all(|s| s.state.as_str() == "reading"));
+}
+
+#[test]
+fn a_full_output_file_system_stops_the_run_with_the_file_readable() {
+    // A small file system of our own (needs the privilege to mount tmpfs,
+    // as root in CI; elsewhere /dev/full in provenance_mpi.rs covers the
+    // error path).
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=400k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipping: cannot mount a tmpfs here (not root?)");
+        return;
+    }
+    let data = dir.path().join("data");
+    synth(&data, &["--steps", "12", "--events-per-step", "6000"]);
+    let out = mnt.join("prov.h5");
+    let result = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out)
+        .args(["--flush-steps", "1"])
+        .output()
+        .unwrap();
+    let p = Provenance::load(&out);
+    let _ = Command::new("umount").arg(&mnt).status();
+    assert!(
+        !result.status.success(),
+        "the file system cannot hold the run"
+    );
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        err.contains("AD rank 0: error") && err.contains("AD rank 1: error"),
+        "{err}"
+    );
+    let p = p.expect("readable up to the last good flush");
+    assert_eq!(p.attrs["completed"], "0");
+    let written: u64 = p.attrs["steps_written"].parse().unwrap();
+    assert!((1..12).contains(&written), "{written}");
+}
