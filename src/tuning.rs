@@ -43,3 +43,19 @@ pub fn peak_rss_kb() -> u64 {
         }
     }
 }
+
+/// Current resident set size of this process in KiB (0 if unknown).
+pub fn current_rss_kb() -> u64 {
+    // /proc/self/statm: size resident shared ... (in pages).
+    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    pages * page / 1024
+}

@@ -583,4 +583,6 @@ pub struct PerfRow {
     pub collect: f64,
     pub write: f64,
     pub status: f64,
+    /// Resident memory of the AD rank at the end of the step (MiB).
+    pub rss_mb: f64,
 }

@@ -836,6 +836,7 @@ fn perf_row(rank: usize, step: u64, secs: &[f64; 9]) -> PerfRow {
         collect: secs[6],
         write: secs[7],
         status: secs[8],
+        rss_mb: crate::tuning::current_rss_kb() as f64 / 1024.0,
     }
 }
 

@@ -230,7 +230,7 @@ impl<'a> RankGenerator<'a> {
         } else {
             Vec::new()
         };
-        let share = (self.sc.events_per_step / self.sc.threads).max(2);
+        let share = (self.sc.events_in_step(self.step) / self.sc.threads).max(2);
         // Thread 0 decides where the step ends.
         let mut boundary = 0u64;
         let mut ti = 0;

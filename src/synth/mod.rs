@@ -64,6 +64,9 @@ pub struct SynthArgs {
     /// Override the scenario's step count.
     #[arg(long)]
     pub steps: Option<u64>,
+    /// One step with more events: `STEP:FACTOR` (e.g. `5:100`).
+    #[arg(long, value_parser = parse_burst)]
+    pub burst: Option<(u64, u64)>,
     /// Override the scenario's function events per rank per step.
     #[arg(long)]
     pub events_per_step: Option<u64>,
@@ -108,6 +111,9 @@ pub fn load_scenario(a: &SynthArgs) -> anyhow::Result<Scenario> {
     }
     if let Some(v) = a.events_per_step {
         sc.events_per_step = v;
+    }
+    if let Some((step, factor)) = a.burst {
+        sc.bursts.push(scenario::BurstSpec { step, factor });
     }
     if let Some(v) = &a.binary {
         sc.binary = v.clone();
@@ -227,6 +233,18 @@ pub fn write_truth(path: &Path, rows: &[TruthRow]) -> anyhow::Result<()> {
     }
     f.flush()?;
     Ok(())
+}
+
+fn parse_burst(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?}: expected STEP:FACTOR"))?;
+    let step = a.trim().parse().map_err(|_| format!("{a:?}: not a step"))?;
+    let factor = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("{b:?}: not a factor"))?;
+    Ok((step, factor))
 }
 
 fn rank_from_env() -> Option<u64> {
@@ -386,6 +404,9 @@ fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
         ]);
         if let Some(p) = a.pace_ms {
             cmd.args(["--pace-ms", &p.to_string()]);
+        }
+        if let Some((step, factor)) = a.burst {
+            cmd.args(["--burst", &format!("{step}:{factor}")]);
         }
         for (k, v) in &a.adios_params {
             cmd.arg("--adios-param").arg(format!("{k}={v}"));

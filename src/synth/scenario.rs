@@ -165,6 +165,9 @@ pub struct Scenario {
     /// steps are cut when thread 0 has produced its share, as TAU cuts steps
     /// when thread 0 exits a function after the period.
     pub events_per_step: u64,
+    /// Steps with `factor` times the usual events (load bursts).
+    #[serde(rename = "burst", default)]
+    pub bursts: Vec<BurstSpec>,
     #[serde(default = "default_start")]
     pub start_time_us: u64,
     /// Idle time between two calls of the root function.
@@ -191,11 +194,30 @@ pub struct Scenario {
     pub anomalies: Vec<AnomalySpec>,
 }
 
+/// A step with more events than usual.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct BurstSpec {
+    pub step: u64,
+    pub factor: u64,
+}
+
 fn one64() -> u64 {
     1
 }
 
 impl Scenario {
+    /// Function events per rank of step `step` (bursts included).
+    pub fn events_in_step(&self, step: u64) -> u64 {
+        let factor = self
+            .bursts
+            .iter()
+            .filter(|b| b.step == step)
+            .map(|b| b.factor)
+            .max()
+            .unwrap_or(1);
+        self.events_per_step.saturating_mul(factor)
+    }
+
     pub fn from_toml(text: &str) -> anyhow::Result<Scenario> {
         let s: Scenario = toml::from_str(text)?;
         s.validate()?;
@@ -212,6 +234,9 @@ impl Scenario {
             self.events_per_step >= 2,
             "events_per_step must be at least 2"
         );
+        for b in &self.bursts {
+            ensure!(b.factor >= 1, "burst factor must be at least 1");
+        }
         let mut names = HashMap::new();
         for (i, f) in self.functions.iter().enumerate() {
             if names.insert(f.name.as_str(), i).is_some() {
