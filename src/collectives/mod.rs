@@ -32,6 +32,9 @@ pub struct Collectives {
     /// sets it, and the size of `MPI_COMM_WORLD`.
     appnum: Option<i32>,
     world_size: usize,
+    /// Bytes this rank has contributed to collectives so far (for the
+    /// traffic numbers of the run summary and the benchmarks).
+    sent: std::cell::Cell<u64>,
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
 }
@@ -59,8 +62,18 @@ impl Collectives {
             world,
             appnum,
             world_size,
+            sent: std::cell::Cell::new(0),
             _universe: universe,
         })
+    }
+
+    /// Bytes this rank has contributed to collectives so far.
+    pub fn bytes_sent(&self) -> u64 {
+        self.sent.get()
+    }
+
+    fn count(&self, bytes: usize) {
+        self.sent.set(self.sent.get() + bytes as u64);
     }
 
     /// `MPI_APPNUM` (MPMD launches), if set.
@@ -88,6 +101,7 @@ impl Collectives {
 
     /// Every rank's bytes, in rank order.
     pub fn allgather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        self.count(mine.len() + std::mem::size_of::<Count>());
         let n = self.size();
         let my_len = mine.len() as Count;
         let mut lens = vec![0 as Count; n];
@@ -118,6 +132,7 @@ impl Collectives {
     /// Every rank's bytes, in rank order, on rank 0 only (empty elsewhere):
     /// for data only rank 0 needs (the live statistics stream).
     pub fn gather_bytes_to_root(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        self.count(mine.len() + std::mem::size_of::<Count>());
         let n = self.size();
         let root = self.world.process_at_rank(0);
         let my_len = mine.len() as Count;
@@ -154,6 +169,7 @@ impl Collectives {
     }
 
     fn allreduce(&self, v: &[u64], op: SystemOperation) -> Vec<u64> {
+        self.count(std::mem::size_of_val(v));
         let mut out = vec![0u64; v.len()];
         if !v.is_empty() {
             self.world.all_reduce_into(v, &mut out[..], op);
@@ -186,6 +202,7 @@ impl Collectives {
         if counts.is_empty() {
             return (Vec::new(), Vec::new());
         }
+        self.count(std::mem::size_of_val(counts));
         let mut offsets = vec![0u64; counts.len()];
         self.world
             .exclusive_scan_into(counts, &mut offsets[..], SystemOperation::sum());

@@ -316,6 +316,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     };
     let mut stored: Vec<(u64, u64, crate::detect::Verdict, Execution)> = Vec::new();
     let mut timings = Timings::default();
+    // Bytes this rank sent in the agreement, the model reduction and the
+    // status exchange.
+    let mut traffic = [0u64; 3];
     let mut pending: Vec<(u64, Execution)> = Vec::new();
     let mut failure: Option<String> = None;
     let mut issues_total = EventIssues::default();
@@ -365,6 +368,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
 
         // 2 agree on names first seen this step
         let t = Instant::now();
+        let sent = coll.bytes_sent();
         let mut unknown = Vec::new();
         for (i, st) in &tau_steps {
             names.unknown_names(streams[*i].spec.program, &st.new_attributes, &mut unknown);
@@ -394,6 +398,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             }
         }
         timings.add(Phase::Agree, t.elapsed());
+        traffic[0] += coll.bytes_sent() - sent;
 
         // 3 build executions (row buffers go back to their reader at once)
         let t = Instant::now();
@@ -439,9 +444,11 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
 
         // 5 reduce: global model = previous + all ranks' partials
         let t = Instant::now();
+        let sent = coll.bytes_sent();
         let reduced = coll.reduce_wire(&partial);
         detector.merge_reduced(&reduced);
         timings.add(Phase::Reduce, t.elapsed());
+        traffic[1] += coll.bytes_sent() - sent;
 
         // 6 label (held executions first, in their original order)
         let t = Instant::now();
@@ -576,6 +583,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
 
         // 10 status: who still has data, who failed, progress numbers
         let t = Instant::now();
+        let sent = coll.bytes_sent();
         let mut st = [0u64; status::LEN];
         st[status::EXECUTIONS] = step_labelled;
         st[status::ANOMALIES] = step_anomalies;
@@ -585,6 +593,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         st[status::STOP] = signals::received().is_some() as u64;
         let g = coll.allreduce_sum(&st);
         timings.add(Phase::Status, t.elapsed());
+        traffic[2] += coll.bytes_sent() - sent;
         if g[status::FAILED] > 0 {
             let err = collective_failure(coll, failure.as_deref());
             let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
@@ -753,6 +762,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     ]);
     let phase_max = timings.reduce_max(coll);
     let peak_rss_kb = coll.allreduce_max(&[crate::tuning::peak_rss_kb()])[0];
+    let traffic = coll.allreduce_max(&traffic);
     if rank == 0 {
         let summary = RunSummary {
             ad_ranks: size,
@@ -773,6 +783,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             timings: phase_max,
             truth: truth_counts,
             provenance: prov_path.as_ref().map(|p| p.display().to_string()),
+            collective_bytes_per_step: report::CollectiveBytes::per_step(&traffic, steps_done),
         };
         report::print_summary(
             &summary,

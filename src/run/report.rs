@@ -402,6 +402,29 @@ pub struct RunSummary {
     pub truth: Option<TruthCounts>,
     /// The provenance file, if one was written.
     pub provenance: Option<String>,
+    /// Bytes per step one AD rank contributes to each collective phase
+    /// (largest rank).
+    pub collective_bytes_per_step: CollectiveBytes,
+}
+
+/// Collective payload per step of one rank.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CollectiveBytes {
+    pub agree: f64,
+    pub reduce: f64,
+    pub status: f64,
+}
+
+impl CollectiveBytes {
+    pub fn per_step(totals: &[u64], steps: u64) -> CollectiveBytes {
+        let s = steps.max(1) as f64;
+        let get = |i: usize| totals.get(i).copied().unwrap_or(0) as f64 / s;
+        CollectiveBytes {
+            agree: get(0),
+            reduce: get(1),
+            status: get(2),
+        }
+    }
 }
 
 fn top_functions(totals: &FunctionTotals, top: usize) -> Vec<usize> {
