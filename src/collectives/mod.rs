@@ -101,12 +101,14 @@ impl Collectives {
         self.allreduce(v, SystemOperation::max())
     }
 
-    /// Reduces a detector's partial model over all ranks (exact integer ops).
+    /// Reduces one round of a detector's partial model over all ranks (exact
+    /// integer ops; see `detect::reduce_step` for multi-round detectors).
     pub fn reduce_wire(&self, w: &Wire) -> Wire {
         Wire {
             sum: self.allreduce_sum(&w.sum),
             min: self.allreduce_min(&w.min),
             max: self.allreduce_max(&w.max),
+            or: self.allreduce(&w.or, SystemOperation::bitwise_or()),
         }
     }
 
