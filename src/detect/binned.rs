@@ -177,6 +177,10 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             "threshold": self.threshold(function),
             "fine_histogram": fine_json(h),
         });
+        if let Some(t) = self.fine.traffic.get(f) {
+            v["fine_histogram"]["steps_merged"] = t.steps.into();
+            v["fine_histogram"]["groups_merged"] = t.groups.into();
+        }
         if let (Some(model), Some(obj)) = (self.models.get(f), v.as_object_mut()) {
             if let serde_json::Value::Object(extra) = self.kernel.json(model) {
                 obj.extend(extra);
@@ -245,10 +249,54 @@ fn fine_json(h: &FineHist) -> serde_json::Value {
     })
 }
 
-/// Bytes one rank sends for one function in a step: round 1 (moments,
-/// min, max, group mask) plus `groups` touched groups of counts in round 2.
+/// Bytes one rank contributes per function and step: round 1 (moments,
+/// min, max, group mask: 288 bytes) plus 128 bytes per bucket group with
+/// data on any rank in round 2.
 pub fn payload_bytes_per_function(groups: usize) -> usize {
     8 * (super::exact::MOMENT_SUM_WORDS + 2 + MASK_WORDS + groups * GROUP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::hbos::Hbos;
+    use crate::detect::modal::{Modal, ModalParams};
+    use crate::detect::reduce_step;
+
+    #[test]
+    fn payload_per_function_is_as_documented() {
+        let mut d = Modal::with_params(ModalParams::default(), 2);
+        d.ensure_functions(3);
+        // Function 0 touches two bucket groups, function 1 one, function 2 none.
+        for v in [100, 101, 5000] {
+            d.observe(0, v);
+        }
+        d.observe(1, 7);
+        let first = d.take_partial();
+        let bytes = reduce_step(&mut d, first, |w| w.clone());
+        let want = payload_bytes_per_function(2)
+            + payload_bytes_per_function(1)
+            + payload_bytes_per_function(0);
+        assert_eq!(bytes, want);
+        assert_eq!(payload_bytes_per_function(0), 288);
+        assert_eq!(d.count(0), 3);
+        assert_eq!(d.model_json(0)["fine_histogram"]["groups_merged"], 2);
+    }
+
+    #[test]
+    fn labels_wait_for_min_count_and_thresholds_apply() {
+        let mut d = Hbos::with_params(Default::default(), 5);
+        d.ensure_functions(1);
+        for v in [10, 11, 12] {
+            d.observe(0, v);
+        }
+        let first = d.take_partial();
+        reduce_step(&mut d, first, |w| w.clone());
+        assert_eq!(d.label(0, 11).label, Label::Unlabeled);
+        d.set_function_threshold(0, 0.5);
+        assert_eq!(d.threshold(0), 0.5);
+        assert_eq!(d.model_snapshot(0).count, 3);
+    }
 }
 
 #[cfg(test)]

@@ -257,6 +257,16 @@ pub struct FineModel {
     pub global: Vec<FineHist>,
     partial: Vec<FineHist>,
     round: Round,
+    /// Per function: steps in which it had data, and bucket groups whose
+    /// counts were reduced in those steps (the round-2 payload).
+    pub traffic: Vec<Traffic>,
+}
+
+/// How much of the round-2 payload a function caused so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub steps: u64,
+    pub groups: u64,
 }
 
 /// Words per function of round 1 (SUM part): the exact moments.
@@ -267,6 +277,7 @@ impl FineModel {
         if self.global.len() < n {
             self.global.resize_with(n, FineHist::default);
             self.partial.resize_with(n, FineHist::default);
+            self.traffic.resize(n, Traffic::default());
         }
     }
 
@@ -381,6 +392,12 @@ impl FineModel {
                 }
             }
             if d.moments.n > 0 {
+                let t = &mut self.traffic[f];
+                t.steps += 1;
+                t.groups += masks[f * MASK_WORDS..(f + 1) * MASK_WORDS]
+                    .iter()
+                    .map(|w| u64::from(w.count_ones()))
+                    .sum::<u64>();
                 let h = &mut self.global[f];
                 h.moments.merge(&d.moments);
                 for &(b, c) in &d.buckets {
