@@ -353,6 +353,9 @@ pub(crate) mod testing {
         ranks.swap_remove(0)
     }
 
+    /// Which rank gets row `i` of step `s`.
+    type Assign = dyn Fn(usize, usize) -> usize;
+
     /// The same data on 1 rank and on several partitions (ranks and
     /// assignments) gives bit-identical models, labels and scores.
     pub fn assert_partition_invariant(
@@ -362,7 +365,7 @@ pub(crate) mod testing {
         probes: &[(u32, u64)],
     ) {
         let one = run_split(make, functions, steps, 1, &|_, _| 0);
-        let splits: [(usize, &dyn Fn(usize, usize) -> usize); 3] = [
+        let splits: [(usize, &Assign); 3] = [
             (2, &|_, i| i),
             (3, &|s, i| i / 7 + s),
             (5, &|s, i| (i * 31 + s * 17) % 5),

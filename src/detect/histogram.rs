@@ -153,7 +153,7 @@ impl Histogram {
         if counts.is_empty() {
             return Err(HistogramError::Empty);
         }
-        if !(max >= min) {
+        if max < min || max.is_nan() || min.is_nan() {
             return bad("max < min");
         }
         if min < start || min > start + bin_width {
@@ -219,12 +219,12 @@ impl Histogram {
     /// suggested width: first edge `1e-6·w` below min, the width then
     /// stretched so that a whole number of bins ends exactly at max.
     pub fn empty_grid(min: f64, max: f64, width: f64) -> Result<Self, HistogramError> {
-        if !(width > 0.0) || !width.is_finite() {
+        if width <= 0.0 || !width.is_finite() {
             return Err(HistogramError::BadWidth(width));
         }
         let first_edge = min - LOWER_SHIFT * width;
         let nbin = ((max - first_edge) / width).ceil();
-        if !(nbin >= 1.0) || nbin > 1e8 {
+        if !(1.0..=1e8).contains(&nbin) {
             return Err(HistogramError::TooManyBins(nbin));
         }
         let nbin = nbin as usize;
@@ -304,7 +304,7 @@ impl Histogram {
     /// Counts in `(l, u]`, counts spread uniformly inside each bin; the
     /// range is clamped to the histogram (`uniformCountInRange`).
     pub fn uniform_count_in_range(&self, l: f64, u: f64) -> f64 {
-        if self.nbin() == 0 || !(u > l) {
+        if self.nbin() == 0 || u <= l || u.is_nan() || l.is_nan() {
             return 0.0;
         }
         if self.min == self.max {
@@ -412,7 +412,7 @@ impl Histogram {
             }
         }
         let nbin = ((max - start) / width).ceil();
-        if !(nbin >= 1.0) || nbin > MAX_MERGED_BINS as f64 + 1.0 {
+        if !(1.0..=MAX_MERGED_BINS as f64 + 1.0).contains(&nbin) {
             return Err(HistogramError::TooManyBins(nbin));
         }
         let nbin = nbin as usize;
