@@ -4,8 +4,8 @@
 //! ([`Collectives::agree_names`]), reduce the detectors' partial models
 //! ([`Collectives::reduce_wire`]) and share a small status vector
 //! ([`Collectives::allreduce_sum`]) that tells whether anyone still has data
-//! or has failed. All reductions are integer `SUM`/`MIN`/`MAX`, which are
-//! exact, so results do not depend on the number of ranks or on the
+//! or has failed. All reductions are integer `SUM`/`MIN`/`MAX`/`BOR`, which
+//! are exact, so results do not depend on the number of ranks or on the
 //! reduction order MPI picks.
 
 use mpi::collective::SystemOperation;

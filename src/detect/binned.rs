@@ -284,6 +284,39 @@ mod tests {
     }
 
     #[test]
+    fn snapshots_expose_the_labelling_model() {
+        use crate::detect::copod::Copod;
+        let feed = |d: &mut dyn Detector| {
+            d.ensure_functions(1);
+            for i in 0..500u64 {
+                d.observe(0, 100 + i % 50 + if i % 100 == 0 { 900 } else { 0 });
+            }
+            let first = d.take_partial();
+            reduce_step(d, first, |w| w.clone());
+        };
+        let mut h = Hbos::with_params(Default::default(), 2);
+        feed(&mut h);
+        let s = h.model_snapshot(0);
+        assert_eq!(s.hist_counts.len(), 200);
+        assert_eq!(s.hist_counts.iter().sum::<u64>(), 500);
+        assert_eq!(s.threshold, h.model(0).unwrap().global_threshold);
+        assert!(s.hist_first_edge < 100.0 && s.hist_bin_width > 0.0);
+        assert_eq!((s.minimum, s.maximum, s.count), (100, 1000, 500));
+        let mut c = Copod::with_params(Default::default(), 2);
+        feed(&mut c);
+        let s = c.model_snapshot(0);
+        assert_eq!(s.hist_counts.iter().sum::<u64>(), 500);
+        assert_eq!(s.threshold, c.model(0).unwrap().global_threshold);
+        let mut m = Modal::with_params(ModalParams::default(), 2);
+        feed(&mut m);
+        let s = m.model_snapshot(0);
+        assert_eq!(s.threshold, 6.0);
+        assert_eq!(s.modes.len(), 1);
+        assert!(s.modes[0].low < 100.0 && s.modes[0].high > 150.0 && s.modes[0].high < 900.0);
+        assert_eq!(m.label(0, 1000).label, Label::Anomaly);
+    }
+
+    #[test]
     fn labels_wait_for_min_count_and_thresholds_apply() {
         let mut d = Hbos::with_params(Default::default(), 5);
         d.ensure_functions(1);
