@@ -78,10 +78,18 @@ impl HbosModel {
     /// ratchet before this histogram.
     pub fn from_histogram(hist: Histogram, threshold: f64, prev_global: f64) -> Self {
         let n = hist.total() as f64;
+        // Most of the 200 bins are often empty: their score is a constant.
+        let empty = outside_score();
         let scores: Vec<f64> = hist
             .counts
             .iter()
-            .map(|&c| -(c as f64 / n + ALPHA).log2())
+            .map(|&c| {
+                if c == 0 {
+                    empty
+                } else {
+                    -(c as f64 / n + ALPHA).log2()
+                }
+            })
             .collect();
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for (s, &c) in scores.iter().zip(&hist.counts) {
