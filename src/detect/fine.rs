@@ -185,9 +185,10 @@ impl FineHist {
         if m.min == m.max {
             return Ok(Histogram::delta(min, m.n));
         }
-        let n = m.n as f64;
-        let population_sd = (m.variance(0)).max(0.0).sqrt();
-        let mut width = spec.resolve(min, max, || super::histogram::scott_width(population_sd, n));
+        // Scott's σ comes from the exact moments (512-bit arithmetic), so it
+        // is computed only when the rule needs it.
+        let scott = || super::histogram::scott_width(m.variance(0).max(0.0).sqrt(), m.n as f64);
+        let mut width = spec.resolve(min, max, scott);
         if width == 0.0 || ((max - min) / width).ceil() > MAX_MERGED_BINS as f64 {
             width = BinWidth::FixedNbin(MAX_MERGED_BINS).resolve(min, max, || 0.0);
         }
