@@ -36,21 +36,26 @@ impl Default for CopodParams {
 pub struct Ecdf {
     pub hist: Histogram,
     /// `before[b]` = counts of bins `< b`.
-    before: Vec<u64>,
+    before: Vec<f64>,
+    /// `slope[b]` = count of bin `b` per unit of value (uniform density).
+    slope: Vec<f64>,
     total: u64,
 }
 
 impl Ecdf {
     pub fn new(hist: Histogram) -> Self {
         let mut before = Vec::with_capacity(hist.nbin());
+        let mut slope = Vec::with_capacity(hist.nbin());
         let mut acc = 0u64;
-        for &c in &hist.counts {
-            before.push(acc);
+        for (b, &c) in hist.counts.iter().enumerate() {
+            before.push(acc as f64);
+            slope.push(c as f64 / (hist.upper_edge(b) - hist.lower_edge(b)));
             acc += c;
         }
         Ecdf {
             hist,
             before,
+            slope,
             total: acc,
         }
     }
@@ -67,10 +72,7 @@ impl Ecdf {
         let below = match h.get_bin(v, 0.0) {
             BinPos::Left => 0.0,
             BinPos::Right => self.total as f64,
-            BinPos::In(b) => {
-                let (lo, hi) = (h.lower_edge(b), h.upper_edge(b));
-                self.before[b] as f64 + (v - lo) / (hi - lo) * h.counts[b] as f64
-            }
+            BinPos::In(b) => self.before[b] + (v - h.lower_edge(b)) * self.slope[b],
         };
         below / self.total as f64
     }
@@ -83,6 +85,9 @@ pub struct CopodModel {
     /// CDF of the negated histogram (right tail).
     pub right: Ecdf,
     pub skewness: f64,
+    /// `sign(skewness − 1)` and `sign(skewness + 1)`.
+    p_sign: f64,
+    n_sign: f64,
     pub local_threshold: f64,
     pub global_threshold: f64,
 }
@@ -93,6 +98,8 @@ impl Default for CopodModel {
             left: Ecdf::default(),
             right: Ecdf::default(),
             skewness: 0.0,
+            p_sign: 0.0,
+            n_sign: 0.0,
             local_threshold: 0.0,
             global_threshold: initial_global_threshold(),
         }
@@ -107,6 +114,8 @@ impl CopodModel {
             left: Ecdf::new(hist),
             right,
             skewness,
+            p_sign: sign(skewness - 1.0),
+            n_sign: sign(skewness + 1.0),
             local_threshold: 0.0,
             global_threshold: prev_global,
         };
@@ -145,9 +154,7 @@ impl CopodModel {
         }
         let sl = -(pl + ALPHA).log2();
         let sr = -(pr + ALPHA).log2();
-        let p_sign = sign(self.skewness - 1.0);
-        let n_sign = sign(self.skewness + 1.0);
-        ((sl + sr) / 2.0).max(-p_sign * sl + n_sign * sr)
+        ((sl + sr) / 2.0).max(-self.p_sign * sl + self.n_sign * sr)
     }
 
     pub fn judge(&self, x: f64) -> Verdict {
