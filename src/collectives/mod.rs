@@ -4,8 +4,8 @@
 //! ([`Collectives::agree_names`]), reduce the detectors' partial models
 //! ([`Collectives::reduce_wire`]) and share a small status vector
 //! ([`Collectives::allreduce_sum`]) that tells whether anyone still has data
-//! or has failed. All reductions are integer `SUM`/`MIN`/`MAX`, which are
-//! exact, so results do not depend on the number of ranks or on the
+//! or has failed. All reductions are integer `SUM`/`MIN`/`MAX`/`BOR`, which
+//! are exact, so results do not depend on the number of ranks or on the
 //! reduction order MPI picks.
 
 use mpi::collective::SystemOperation;
@@ -220,12 +220,14 @@ impl Collectives {
         self.world.as_raw()
     }
 
-    /// Reduces a detector's partial model over all ranks (exact integer ops).
+    /// Reduces one round of a detector's partial model over all ranks (exact
+    /// integer ops; see `detect::reduce_step` for multi-round detectors).
     pub fn reduce_wire(&self, w: &Wire) -> Wire {
         Wire {
             sum: self.allreduce_sum(&w.sum),
             min: self.allreduce_min(&w.min),
             max: self.allreduce_max(&w.max),
+            or: self.allreduce(&w.or, SystemOperation::bitwise_or()),
         }
     }
 

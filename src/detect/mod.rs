@@ -3,26 +3,89 @@
 //! Every detector works in the bulk-synchronous step of the run:
 //! 1. [`Detector::observe`] each runtime of this step into a *partial* model;
 //! 2. [`Detector::take_partial`] encodes the partial as a [`Wire`] that the
-//!    collectives reduce over all AD ranks with integer `SUM`/`MIN`/`MAX`;
+//!    collectives reduce over all AD ranks with integer `SUM`/`MIN`/`MAX`/`BOR`;
 //! 3. [`Detector::merge_reduced`] adds the reduced step totals to the global
-//!    model — identical on every rank, whatever the number of ranks;
+//!    model — identical on every rank, whatever the number of ranks. A
+//!    detector that needs a second reduction round in the same step (the
+//!    histogram detectors: first which buckets, then their counts) hands it
+//!    out through [`Detector::next_round`]; [`reduce_step`] drives the rounds;
 //! 4. [`Detector::label`] scores each execution against that global model.
 //!
 //! Partial models must be exactly mergeable (integers), so that labels never
-//! depend on how the streams were split among ranks.
+//! depend on how the streams were split among ranks. MPI itself stays in
+//! `collectives`: detectors only produce and consume [`Wire`]s.
 
+pub mod binned;
+pub mod copod;
 pub mod exact;
+pub mod fine;
+pub mod hbos;
+pub mod histogram;
+pub mod modal;
 pub mod sstd;
 
 use serde::Serialize;
 
 /// A partial model in reducible form: `sum` words are added over ranks,
-/// `min` words take the minimum and `max` words the maximum.
+/// `min` words take the minimum, `max` words the maximum and `or` words the
+/// bitwise OR. Every rank's wire of a round has the same lengths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Wire {
     pub sum: Vec<u64>,
     pub min: Vec<u64>,
     pub max: Vec<u64>,
+    pub or: Vec<u64>,
+}
+
+impl Wire {
+    /// Bytes this rank contributes to the reduction.
+    pub fn bytes(&self) -> usize {
+        8 * (self.sum.len() + self.min.len() + self.max.len() + self.or.len())
+    }
+
+    /// The reduction of several ranks' wires, as MPI computes it (for
+    /// tests and simulations; runs use `collectives`).
+    pub fn reduce_all(wires: &[Wire]) -> Wire {
+        let mut out = wires.first().cloned().unwrap_or_default();
+        for w in wires.iter().skip(1) {
+            out.sum
+                .iter_mut()
+                .zip(&w.sum)
+                .for_each(|(a, b)| *a = a.wrapping_add(*b));
+            out.min
+                .iter_mut()
+                .zip(&w.min)
+                .for_each(|(a, b)| *a = (*a).min(*b));
+            out.max
+                .iter_mut()
+                .zip(&w.max)
+                .for_each(|(a, b)| *a = (*a).max(*b));
+            out.or.iter_mut().zip(&w.or).for_each(|(a, b)| *a |= *b);
+        }
+        out
+    }
+}
+
+/// Runs the reduction rounds of one step: `first` is the detector's
+/// [`Detector::take_partial`], `reduce` the collective reduction (MPI in a
+/// run, [`Wire::reduce_all`] in simulations). Returns the bytes this rank
+/// sent, over all rounds.
+pub fn reduce_step(
+    det: &mut dyn Detector,
+    first: Wire,
+    mut reduce: impl FnMut(&Wire) -> Wire,
+) -> usize {
+    let mut wire = first;
+    let mut bytes = 0;
+    loop {
+        bytes += wire.bytes();
+        let reduced = reduce(&wire);
+        det.merge_reduced(&reduced);
+        match det.next_round() {
+            Some(next) => wire = next,
+            None => return bytes,
+        }
+    }
 }
 
 /// Outcome for one execution.
@@ -64,7 +127,14 @@ pub trait Detector: Send {
     fn take_partial(&mut self) -> Wire;
     /// Merges the step partial reduced over all ranks into the global model.
     fn merge_reduced(&mut self, reduced: &Wire);
-    /// Sets a per-function threshold (SSTD: σ), from `--threshold-file`.
+    /// After [`Detector::merge_reduced`]: the wire of a further reduction
+    /// round of this step, if the detector needs one (all ranks agree, as
+    /// the answer depends only on reduced data).
+    fn next_round(&mut self) -> Option<Wire> {
+        None
+    }
+    /// Sets a per-function threshold (SSTD: σ; HBOS/COPOD: the score
+    /// quantile threshold; modal: robust distance), from `--threshold-file`.
     fn set_function_threshold(&mut self, function: u32, value: f64);
     /// Labels one runtime of `function` against the global model.
     fn label(&self, function: u32, value: u64) -> Verdict;
@@ -103,6 +173,20 @@ pub struct ModelSnapshot {
     pub hist_first_edge: f64,
     pub hist_bin_width: f64,
     pub hist_counts: Vec<u64>,
+    /// Runtime modes judged normal (`modal`; empty otherwise).
+    pub modes: Vec<ModeSnapshot>,
+}
+
+/// One normal runtime mode of the `modal` detector.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ModeSnapshot {
+    /// Median runtime of the mode (µs).
+    pub median: f64,
+    /// Runtimes in `[low, high]` (µs) are within the threshold of this mode.
+    pub low: f64,
+    pub high: f64,
+    /// Fraction of the function's executions in the mode.
+    pub share: f64,
 }
 
 /// FNV-1a over words: a cheap, stable digest for cross-rank model checks.

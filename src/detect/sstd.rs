@@ -135,6 +135,7 @@ impl Detector for Sstd {
             sum: Vec::with_capacity(n * MOMENT_SUM_WORDS),
             min: Vec::with_capacity(n),
             max: Vec::with_capacity(n),
+            or: Vec::new(),
         };
         for m in &mut self.partial {
             m.sum_words(&mut wire.sum);
@@ -255,11 +256,7 @@ mod tests {
             let w = rank.take_partial();
             total = Some(match total {
                 None => w,
-                Some(t) => Wire {
-                    sum: t.sum.iter().zip(&w.sum).map(|(a, b)| a + b).collect(),
-                    min: t.min.iter().zip(&w.min).map(|(a, b)| *a.min(b)).collect(),
-                    max: t.max.iter().zip(&w.max).map(|(a, b)| *a.max(b)).collect(),
-                },
+                Some(t) => Wire::reduce_all(&[t, w]),
             });
         }
         det.merge_reduced(&total.unwrap());

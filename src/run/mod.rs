@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 
 use crate::collectives::Collectives;
+use crate::detect::copod::{Copod, CopodParams};
+use crate::detect::hbos::{Hbos, HbosParams};
+use crate::detect::modal::{Modal, ModalParams};
 use crate::detect::sstd::{Sstd, SstdParams};
 use crate::detect::Verdict;
 use crate::detect::{Detector, Label};
@@ -37,11 +40,17 @@ use names::GlobalNames;
 use report::{FunctionTotals, LabelWriter, Phase, RunSummary, Timings, TruthSet};
 use streams::OwnedStream;
 
-/// Detectors available to `--algorithm`.
+/// Detectors available to `--algorithm` (see `docs/algorithms.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Algorithm {
     /// Mean ± σ·stddev of the runtime (Chimbuko's SSTD).
     Sstd,
+    /// Histogram-based outlier score (Chimbuko's HBOS).
+    Hbos,
+    /// Copula-based outlier detection (Chimbuko's COPOD).
+    Copod,
+    /// Robust distance to the nearest normal runtime mode.
+    Modal,
 }
 
 /// Command-line options of `run`.
@@ -74,11 +83,30 @@ pub struct RunArgs {
     #[arg(long, default_value = "BPFile")]
     pub engine: Engine,
     /// Anomaly detector.
-    #[arg(long, value_enum, default_value = "sstd")]
+    #[arg(long, value_enum, default_value = "modal")]
     pub algorithm: Algorithm,
     /// SSTD: anomalies lie outside mean ± sigma·stddev.
     #[arg(long, default_value_t = 6.0)]
     pub sigma: f64,
+    /// HBOS and COPOD: score threshold as a fraction of the score range
+    /// (Chimbuko's hbos_thres).
+    #[arg(long, default_value_t = 0.99)]
+    pub hbos_threshold: f64,
+    /// HBOS: bins of the labelling histogram.
+    #[arg(long, default_value_t = 200)]
+    pub hbos_max_bins: usize,
+    /// modal: anomalies lie more than this many robust scales from every
+    /// normal runtime mode.
+    #[arg(long, default_value_t = 6.0)]
+    pub modal_threshold: f64,
+    /// modal: share of a function's executions a runtime mode needs to be
+    /// normal behaviour.
+    #[arg(long, default_value_t = 0.05)]
+    pub modal_min_share: f64,
+    /// modal: smallest scale of a mode, in ln(1 + µs) (0.025: with threshold
+    /// 6, runtimes within about -14 %/+16 % of a mode are never anomalies).
+    #[arg(long, default_value_t = 0.025)]
+    pub modal_min_spread: f64,
     /// A function is labelled only once the global model holds this many of its executions.
     #[arg(long, default_value_t = 2)]
     pub min_count: u64,
@@ -92,7 +120,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub ignore_file: Option<PathBuf>,
     /// File of per-function thresholds: lines `<value> <function name>`
-    /// (SSTD: sigma).
+    /// (sstd: sigma; hbos, copod: threshold; modal: robust distance).
     #[arg(long)]
     pub threshold_file: Option<PathBuf>,
     /// Write every execution's label to `<dir>/labels-<ad rank>.csv` (large).
@@ -264,12 +292,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let mut streams: Vec<OwnedStream> = mine.into_iter().map(OwnedStream::new).collect();
 
     let mut names = GlobalNames::default();
-    let mut detector: Box<dyn Detector> = match args.algorithm {
-        Algorithm::Sstd => Box::new(Sstd::new(SstdParams {
-            sigma: args.sigma,
-            min_count: args.min_count,
-        })),
-    };
+    let mut detector = make_detector(args)?;
     let mut ignored: Vec<bool> = Vec::new();
     let mut sink = report::Sink {
         totals: FunctionTotals::default(),
@@ -445,8 +468,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         // 5 reduce: global model = previous + all ranks' partials
         let t = Instant::now();
         let sent = coll.bytes_sent();
-        let reduced = coll.reduce_wire(&partial);
-        detector.merge_reduced(&reduced);
+        crate::detect::reduce_step(detector.as_mut(), partial, |w| coll.reduce_wire(w));
         timings.add(Phase::Reduce, t.elapsed());
         traffic[1] += coll.bytes_sent() - sent;
 
@@ -800,6 +822,61 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The detector chosen by `--algorithm`, with its flags checked (the same
+/// answer on every rank, so a bad flag stops all ranks before any step).
+fn make_detector(args: &RunArgs) -> anyhow::Result<Box<dyn Detector>> {
+    let finite_positive = |v: f64, flag: &str| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(anyhow::anyhow!(
+                "--{flag} must be a positive number, got {v}"
+            ))
+        }
+    };
+    let share = |v: f64| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(anyhow::anyhow!(
+                "--modal-min-share must lie in [0, 1], got {v}"
+            ))
+        }
+    };
+    Ok(match args.algorithm {
+        Algorithm::Sstd => Box::new(Sstd::new(SstdParams {
+            sigma: args.sigma,
+            min_count: args.min_count,
+        })),
+        Algorithm::Hbos => {
+            if args.hbos_max_bins == 0 {
+                bail!("--hbos-max-bins must be at least 1");
+            }
+            Box::new(Hbos::with_params(
+                HbosParams {
+                    threshold: args.hbos_threshold,
+                    max_bins: args.hbos_max_bins,
+                },
+                args.min_count,
+            ))
+        }
+        Algorithm::Copod => Box::new(Copod::with_params(
+            CopodParams {
+                threshold: args.hbos_threshold,
+            },
+            args.min_count,
+        )),
+        Algorithm::Modal => Box::new(Modal::with_params(
+            ModalParams {
+                threshold: finite_positive(args.modal_threshold, "modal-threshold")?,
+                min_share: share(args.modal_min_share)?,
+                min_spread: finite_positive(args.modal_min_spread, "modal-min-spread")?,
+            },
+            args.min_count,
+        )),
+    })
 }
 
 /// Adds this step's executions and counter samples to the run's profiles

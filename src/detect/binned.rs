@@ -1,0 +1,419 @@
+//! The detectors that label against a function's runtime *distribution*
+//! (HBOS, COPOD, modal) share one model: the exact fine histogram of
+//! [`super::fine`], merged over ranks in two reduction rounds per step.
+//! After each merge, every function that received data gets its labelling
+//! model re-derived from the global fine histogram by the detector's
+//! [`Kernel`] — a pure function of integer data, hence identical on every
+//! rank. Labelling then only reads the derived model.
+
+use super::fine::{bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS};
+use super::{fnv1a, Detector, Label, ModelSnapshot, Verdict, Wire};
+
+/// The detector-specific part: how a labelling model is derived from the
+/// fine histogram, and how it scores a runtime.
+pub trait Kernel: Send {
+    /// Derived labelling model of one function.
+    type Model: Clone + Send;
+
+    /// Name as given to `--algorithm`.
+    fn name(&self) -> &'static str;
+    /// Threshold of functions without a `--threshold-file` entry.
+    fn default_threshold(&self) -> f64;
+    /// The model of a function that has no data yet.
+    fn empty_model(&self) -> Self::Model;
+    /// The labelling model after a merge: `hist` is the global histogram
+    /// (this step included), `step` what this step added, `prev` the model
+    /// before this step (HBOS/COPOD carry their threshold ratchet in it).
+    fn derive(
+        &self,
+        prev: &Self::Model,
+        hist: &FineHist,
+        step: &StepDelta,
+        threshold: f64,
+    ) -> Self::Model;
+    /// Label (normal or anomaly) and score of one runtime.
+    fn judge(&self, model: &Self::Model, value: u64) -> Verdict;
+    /// Detector-specific JSON fields of a function's model.
+    fn json(&self, model: &Self::Model) -> serde_json::Value;
+    /// Fills the detector-specific fields of a snapshot.
+    fn snapshot(&self, model: &Self::Model, snap: &mut ModelSnapshot);
+    /// Words that identify the derived model (for the cross-rank digest).
+    fn digest_words(&self, model: &Self::Model, out: &mut Vec<u64>);
+}
+
+/// A detector on the exact fine histogram, specialised by a [`Kernel`].
+pub struct BinnedDetector<K: Kernel> {
+    kernel: K,
+    /// Executions the global model must hold before a function is labelled.
+    min_count: u64,
+    fine: FineModel,
+    models: Vec<K::Model>,
+    threshold_of: Vec<Option<f64>>,
+}
+
+impl<K: Kernel> BinnedDetector<K> {
+    pub fn new(kernel: K, min_count: u64) -> Self {
+        BinnedDetector {
+            kernel,
+            min_count,
+            fine: FineModel::default(),
+            models: Vec::new(),
+            threshold_of: Vec::new(),
+        }
+    }
+
+    pub fn kernel(&self) -> &K {
+        &self.kernel
+    }
+
+    /// The derived labelling model of `function`.
+    pub fn model(&self, function: u32) -> Option<&K::Model> {
+        self.models.get(function as usize)
+    }
+
+    /// The global fine histogram of `function`.
+    pub fn histogram(&self, function: u32) -> Option<&FineHist> {
+        self.fine.global.get(function as usize)
+    }
+
+    pub fn threshold(&self, function: u32) -> f64 {
+        self.threshold_of
+            .get(function as usize)
+            .copied()
+            .flatten()
+            .unwrap_or_else(|| self.kernel.default_threshold())
+    }
+
+    fn rederive(&mut self, f: usize, step: &StepDelta) {
+        let threshold = self.threshold(f as u32);
+        let (Some(prev), Some(hist)) = (self.models.get(f), self.fine.global.get(f)) else {
+            return;
+        };
+        if hist.count() == 0 {
+            return;
+        }
+        self.models[f] = self.kernel.derive(prev, hist, step, threshold);
+    }
+}
+
+impl<K: Kernel> Detector for BinnedDetector<K> {
+    fn name(&self) -> &'static str {
+        self.kernel.name()
+    }
+
+    fn ensure_functions(&mut self, n: usize) {
+        self.fine.ensure_functions(n);
+        if self.models.len() < n {
+            let empty = self.kernel.empty_model();
+            self.models.resize(n, empty);
+        }
+    }
+
+    #[inline]
+    fn observe(&mut self, function: u32, value: u64) {
+        self.fine.observe(function, value);
+    }
+
+    fn take_partial(&mut self) -> Wire {
+        self.fine.take_partial()
+    }
+
+    fn merge_reduced(&mut self, reduced: &Wire) {
+        if let Some(deltas) = self.fine.merge_reduced(reduced) {
+            for (f, d) in deltas.iter().enumerate() {
+                if d.count() > 0 {
+                    self.rederive(f, d);
+                }
+            }
+        }
+    }
+
+    fn next_round(&mut self) -> Option<Wire> {
+        self.fine.next_round()
+    }
+
+    fn set_function_threshold(&mut self, function: u32, value: f64) {
+        let i = function as usize;
+        if self.threshold_of.len() <= i {
+            self.threshold_of.resize(i + 1, None);
+        }
+        self.threshold_of[i] = Some(value);
+        // Normally set before the function has data; if not, the model is
+        // re-derived at once (as if this step had added nothing).
+        self.rederive(i, &StepDelta::default());
+    }
+
+    #[inline]
+    fn label(&self, function: u32, value: u64) -> Verdict {
+        let f = function as usize;
+        let enough = self
+            .fine
+            .global
+            .get(f)
+            .is_some_and(|h| h.count() >= self.min_count.max(2));
+        match self.models.get(f) {
+            Some(m) if enough => self.kernel.judge(m, value),
+            _ => Verdict {
+                label: Label::Unlabeled,
+                score: 0.0,
+            },
+        }
+    }
+
+    fn model_json(&self, function: u32) -> serde_json::Value {
+        let f = function as usize;
+        let empty = FineHist::default();
+        let h = self.fine.global.get(f).unwrap_or(&empty);
+        let m = &h.moments;
+        let mut v = serde_json::json!({
+            "algorithm": self.kernel.name(),
+            "count": m.n,
+            "mean": m.mean(),
+            "stddev": m.stddev(1),
+            "skewness": m.skewness(),
+            "kurtosis": m.kurtosis(),
+            "minimum": if m.n > 0 { Some(m.min) } else { None },
+            "maximum": if m.n > 0 { Some(m.max) } else { None },
+            "threshold": self.threshold(function),
+            "fine_histogram": fine_json(h),
+        });
+        if let Some(t) = self.fine.traffic.get(f) {
+            v["fine_histogram"]["steps_merged"] = t.steps.into();
+            v["fine_histogram"]["groups_merged"] = t.groups.into();
+        }
+        if let (Some(model), Some(obj)) = (self.models.get(f), v.as_object_mut()) {
+            if let serde_json::Value::Object(extra) = self.kernel.json(model) {
+                obj.extend(extra);
+            }
+        }
+        v
+    }
+
+    fn model_snapshot(&self, function: u32) -> ModelSnapshot {
+        let f = function as usize;
+        let m = self
+            .fine
+            .global
+            .get(f)
+            .map(|h| h.moments)
+            .unwrap_or_default();
+        let mut s = ModelSnapshot {
+            count: m.n,
+            mean: m.mean(),
+            stddev: m.stddev(1),
+            skewness: m.skewness(),
+            kurtosis: m.kurtosis(),
+            minimum: if m.n > 0 { m.min } else { 0 },
+            maximum: if m.n > 0 { m.max } else { 0 },
+            threshold: self.threshold(function),
+            ..Default::default()
+        };
+        if let Some(model) = self.models.get(f) {
+            self.kernel.snapshot(model, &mut s);
+        }
+        s
+    }
+
+    fn count(&self, function: u32) -> u64 {
+        self.fine
+            .global
+            .get(function as usize)
+            .map_or(0, |h| h.count())
+    }
+
+    fn digest(&self) -> u64 {
+        let mut words = Vec::new();
+        for (h, m) in self.fine.global.iter().zip(&self.models) {
+            h.digest_words(&mut words);
+            self.kernel.digest_words(m, &mut words);
+        }
+        fnv1a(words)
+    }
+}
+
+/// The fine histogram as JSON: its resolution and the non-empty buckets as
+/// `[lowest µs, highest µs, count]`.
+fn fine_json(h: &FineHist) -> serde_json::Value {
+    let buckets: Vec<[u64; 3]> = h
+        .counts
+        .iter()
+        .map(|(b, c)| {
+            let (lo, hi) = bucket_bounds(b);
+            [lo, hi, c]
+        })
+        .collect();
+    serde_json::json!({
+        "buckets_per_octave": 1u32 << SUB_BITS,
+        "exact_below_us": 2u64 << SUB_BITS,
+        "buckets": buckets,
+    })
+}
+
+/// Bytes one rank contributes per function and step: round 1 (moments,
+/// min, max, group mask: 288 bytes) plus 128 bytes per bucket group with
+/// data on any rank in round 2.
+pub fn payload_bytes_per_function(groups: usize) -> usize {
+    8 * (super::exact::MOMENT_SUM_WORDS + 2 + MASK_WORDS + groups * GROUP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::hbos::Hbos;
+    use crate::detect::modal::{Modal, ModalParams};
+    use crate::detect::reduce_step;
+
+    #[test]
+    fn payload_per_function_is_as_documented() {
+        let mut d = Modal::with_params(ModalParams::default(), 2);
+        d.ensure_functions(3);
+        // Function 0 touches two bucket groups, function 1 one, function 2 none.
+        for v in [100, 101, 5000] {
+            d.observe(0, v);
+        }
+        d.observe(1, 7);
+        let first = d.take_partial();
+        let bytes = reduce_step(&mut d, first, |w| w.clone());
+        let want = payload_bytes_per_function(2)
+            + payload_bytes_per_function(1)
+            + payload_bytes_per_function(0);
+        assert_eq!(bytes, want);
+        assert_eq!(payload_bytes_per_function(0), 288);
+        assert_eq!(d.count(0), 3);
+        assert_eq!(d.model_json(0)["fine_histogram"]["groups_merged"], 2);
+    }
+
+    #[test]
+    fn snapshots_expose_the_labelling_model() {
+        use crate::detect::copod::Copod;
+        let feed = |d: &mut dyn Detector| {
+            d.ensure_functions(1);
+            for i in 0..500u64 {
+                d.observe(0, 100 + i % 50 + if i % 100 == 0 { 900 } else { 0 });
+            }
+            let first = d.take_partial();
+            reduce_step(d, first, |w| w.clone());
+        };
+        let mut h = Hbos::with_params(Default::default(), 2);
+        feed(&mut h);
+        let s = h.model_snapshot(0);
+        assert_eq!(s.hist_counts.len(), 200);
+        assert_eq!(s.hist_counts.iter().sum::<u64>(), 500);
+        assert_eq!(s.threshold, h.model(0).unwrap().global_threshold);
+        assert!(s.hist_first_edge < 100.0 && s.hist_bin_width > 0.0);
+        assert_eq!((s.minimum, s.maximum, s.count), (100, 1000, 500));
+        let mut c = Copod::with_params(Default::default(), 2);
+        feed(&mut c);
+        let s = c.model_snapshot(0);
+        assert_eq!(s.hist_counts.iter().sum::<u64>(), 500);
+        assert_eq!(s.threshold, c.model(0).unwrap().global_threshold);
+        let mut m = Modal::with_params(ModalParams::default(), 2);
+        feed(&mut m);
+        let s = m.model_snapshot(0);
+        assert_eq!(s.threshold, 6.0);
+        assert_eq!(s.modes.len(), 1);
+        assert!(s.modes[0].low < 100.0 && s.modes[0].high > 150.0 && s.modes[0].high < 900.0);
+        assert_eq!(m.label(0, 1000).label, Label::Anomaly);
+    }
+
+    #[test]
+    fn labels_wait_for_min_count_and_thresholds_apply() {
+        let mut d = Hbos::with_params(Default::default(), 5);
+        d.ensure_functions(1);
+        for v in [10, 11, 12] {
+            d.observe(0, v);
+        }
+        let first = d.take_partial();
+        reduce_step(&mut d, first, |w| w.clone());
+        assert_eq!(d.label(0, 11).label, Label::Unlabeled);
+        d.set_function_threshold(0, 0.5);
+        assert_eq!(d.threshold(0), 0.5);
+        assert_eq!(d.model_snapshot(0).count, 3);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Simulated ranks for tests: every rank's detector runs the same
+    //! rounds as under MPI, with [`Wire::reduce_all`] as the reduction.
+    use super::super::{Detector, Wire};
+
+    /// One step on simulated ranks; `data[r]` is rank `r`'s (function,
+    /// runtime) list. Every rank ends with the same global model.
+    pub fn step(ranks: &mut [Box<dyn Detector>], data: &[Vec<(u32, u64)>]) {
+        for (d, rows) in ranks.iter_mut().zip(data) {
+            for &(f, v) in rows {
+                d.observe(f, v);
+            }
+        }
+        let mut wires: Vec<Wire> = ranks.iter_mut().map(|d| d.take_partial()).collect();
+        loop {
+            let reduced = Wire::reduce_all(&wires);
+            for d in ranks.iter_mut() {
+                d.merge_reduced(&reduced);
+            }
+            let next: Vec<Option<Wire>> = ranks.iter_mut().map(|d| d.next_round()).collect();
+            if next.iter().any(|w| w.is_none()) {
+                assert!(next.iter().all(|w| w.is_none()), "ranks disagree on rounds");
+                return;
+            }
+            wires = next.into_iter().flatten().collect();
+        }
+    }
+
+    /// Runs `steps` (each a list of (function, runtime)) split over
+    /// `nranks` ranks by `assign(step, index) -> rank`; returns rank 0.
+    pub fn run_split(
+        make: &dyn Fn() -> Box<dyn Detector>,
+        functions: usize,
+        steps: &[Vec<(u32, u64)>],
+        nranks: usize,
+        assign: &dyn Fn(usize, usize) -> usize,
+    ) -> Box<dyn Detector> {
+        let mut ranks: Vec<Box<dyn Detector>> = (0..nranks).map(|_| make()).collect();
+        for r in ranks.iter_mut() {
+            r.ensure_functions(functions);
+        }
+        for (s, rows) in steps.iter().enumerate() {
+            let mut per_rank = vec![Vec::new(); nranks];
+            for (i, &x) in rows.iter().enumerate() {
+                per_rank[assign(s, i) % nranks].push(x);
+            }
+            step(&mut ranks, &per_rank);
+        }
+        let digest = ranks[0].digest();
+        assert!(ranks.iter().all(|r| r.digest() == digest));
+        ranks.swap_remove(0)
+    }
+
+    /// Which rank gets row `i` of step `s`.
+    type Assign = dyn Fn(usize, usize) -> usize;
+
+    /// The same data on 1 rank and on several partitions (ranks and
+    /// assignments) gives bit-identical models, labels and scores.
+    pub fn assert_partition_invariant(
+        make: &dyn Fn() -> Box<dyn Detector>,
+        functions: usize,
+        steps: &[Vec<(u32, u64)>],
+        probes: &[(u32, u64)],
+    ) {
+        let one = run_split(make, functions, steps, 1, &|_, _| 0);
+        let splits: [(usize, &Assign); 3] = [
+            (2, &|_, i| i),
+            (3, &|s, i| i / 7 + s),
+            (5, &|s, i| (i * 31 + s * 17) % 5),
+        ];
+        for (n, assign) in splits {
+            let many = run_split(make, functions, steps, n, assign);
+            assert_eq!(one.digest(), many.digest(), "{n} ranks: model digest");
+            for f in 0..functions as u32 {
+                assert_eq!(one.model_json(f), many.model_json(f), "{n} ranks: model");
+            }
+            for &(f, v) in probes {
+                let (a, b) = (one.label(f, v), many.label(f, v));
+                assert_eq!(a.label, b.label, "{n} ranks: label of {v}");
+                assert_eq!(a.score.to_bits(), b.score.to_bits(), "{n} ranks: score");
+            }
+        }
+    }
+}

@@ -1,0 +1,573 @@
+//! The exactly mergeable histogram behind HBOS, COPOD and `modal`.
+//!
+//! Runtimes are integer microseconds. Each one is counted in a *log-linear*
+//! bucket (HDR-histogram style): values below 256 µs have a bucket each;
+//! above, every octave `[2^m, 2^(m+1))` is cut into 128 equal buckets, so a
+//! bucket is at most 1/128 (0.78 %) of its values wide. Counts are integers,
+//! so merging histograms is integer addition: associative and commutative,
+//! whatever ranks and steps the data came from. There are 7424 buckets
+//! covering all of `u64`.
+//!
+//! Alongside the counts every histogram keeps the exact moments
+//! ([`ExactMoments`]: count, Σx…Σx⁴, min, max), so that count, mean,
+//! standard deviation and the exact extremes are known without rounding.
+//!
+//! On the wire a step's histograms travel in two rounds (see
+//! [`FineModel`]): first the moments and a bit mask of the bucket *groups*
+//! (16 consecutive buckets) each function touched on any rank
+//! (`MPI_BOR`); then the counts of exactly those groups (`MPI_SUM`). The
+//! payload per function is bounded (at most 464 groups) and in practice is
+//! a few groups around each runtime mode.
+
+use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
+use super::histogram::{BinWidth, Histogram, HistogramError, Piece, MAX_MERGED_BINS};
+use super::Wire;
+
+/// log2 of the number of buckets per octave.
+pub const SUB_BITS: u32 = 7;
+const SUB: usize = 1 << SUB_BITS;
+/// Number of buckets needed for every `u64`.
+pub const NUM_BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB;
+/// Buckets per group (the unit of the second reduction round).
+pub const GROUP: usize = 16;
+/// Number of groups.
+pub const NUM_GROUPS: usize = NUM_BUCKETS / GROUP;
+/// 64-bit words of a function's group mask.
+pub const MASK_WORDS: usize = NUM_GROUPS.div_ceil(64);
+
+/// The bucket of runtime `x`.
+#[inline]
+pub fn bucket_of(x: u64) -> usize {
+    let msb = 63 - (x | 1).leading_zeros();
+    let shift = msb.saturating_sub(SUB_BITS);
+    ((shift as usize) << SUB_BITS) + (x >> shift) as usize
+}
+
+/// The smallest and largest runtime of bucket `i` (inclusive).
+pub fn bucket_bounds(i: usize) -> (u64, u64) {
+    if i < 2 * SUB {
+        return (i as u64, i as u64);
+    }
+    let shift = (i / SUB - 1) as u32;
+    let lo = ((i - (shift as usize) * SUB) as u64) << shift;
+    (lo, lo + ((1u64 << shift) - 1))
+}
+
+/// Counts over a contiguous window of buckets that grows as needed (most
+/// functions touch a few hundred buckets, not all 7424). Two `Counts` are
+/// equal when their non-zero buckets are, whatever their windows.
+#[derive(Debug, Clone, Default)]
+pub struct Counts {
+    offset: usize,
+    counts: Vec<u64>,
+}
+
+impl Counts {
+    #[inline]
+    pub fn add(&mut self, bucket: usize, c: u64) {
+        if bucket < self.offset || bucket >= self.offset + self.counts.len() {
+            self.grow_to(bucket);
+        }
+        self.counts[bucket - self.offset] += c;
+    }
+
+    /// Widens the window to include `bucket`, with slack on the growing
+    /// side so that a spreading distribution does not reallocate often.
+    fn grow_to(&mut self, bucket: usize) {
+        if self.counts.is_empty() {
+            self.offset = bucket.saturating_sub(8);
+            let end = (bucket + 9).min(NUM_BUCKETS);
+            self.counts = vec![0; end - self.offset];
+            return;
+        }
+        let slack = self.counts.len().max(16);
+        let (old_lo, old_hi) = (self.offset, self.offset + self.counts.len());
+        let lo = if bucket < old_lo {
+            bucket.saturating_sub(slack)
+        } else {
+            old_lo
+        };
+        let hi = if bucket >= old_hi {
+            (bucket + 1 + slack).min(NUM_BUCKETS)
+        } else {
+            old_hi
+        };
+        let mut counts = vec![0; hi - lo];
+        counts[old_lo - lo..old_hi - lo].copy_from_slice(&self.counts);
+        self.offset = lo;
+        self.counts = counts;
+    }
+
+    pub fn get(&self, bucket: usize) -> u64 {
+        bucket
+            .checked_sub(self.offset)
+            .and_then(|i| self.counts.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Non-zero buckets in increasing order, as (bucket, count).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(move |(i, &c)| (self.offset + i, c))
+    }
+
+    /// Zeroes the counts but keeps the window (the next step of the same
+    /// function most likely touches the same buckets).
+    pub fn clear(&mut self) {
+        self.counts.iter_mut().for_each(|c| *c = 0);
+    }
+
+    /// Sets bit `g` of `mask` for every group holding a count.
+    fn mark_groups(&self, mask: &mut [u64]) {
+        for (b, _) in self.iter() {
+            let g = b / GROUP;
+            mask[g / 64] |= 1u64 << (g % 64);
+        }
+    }
+
+    /// The 16 counts of group `g`.
+    fn group(&self, g: usize, out: &mut Vec<u64>) {
+        out.extend((g * GROUP..(g + 1) * GROUP).map(|b| self.get(b)));
+    }
+}
+
+impl PartialEq for Counts {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Counts {}
+
+/// A function's exact histogram: bucket counts plus exact moments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FineHist {
+    pub moments: ExactMoments,
+    pub counts: Counts,
+}
+
+impl FineHist {
+    /// Adds one runtime.
+    #[inline]
+    pub fn push(&mut self, x: u64) {
+        self.moments.push(x);
+        self.counts.add(bucket_of(x), 1);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.moments.n
+    }
+
+    /// Non-empty buckets as integer ranges clamped to the exact [min, max]
+    /// (the first and last bucket hold nothing beyond the extremes).
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let (min, max) = (self.moments.min, self.moments.max);
+        self.counts.iter().map(move |(b, c)| {
+            let (lo, hi) = bucket_bounds(b);
+            (lo.max(min), hi.min(max), c)
+        })
+    }
+
+    /// The labelling histogram of HBOS/COPOD on the reference's grid for
+    /// `[min, max]` (bin width from `spec`; Scott from the exact population
+    /// standard deviation; at most [`MAX_MERGED_BINS`] bins), with counts
+    /// rebinned from the fine buckets by uniform-integer splitting.
+    pub fn labelling_histogram(&self, spec: BinWidth) -> Result<Histogram, HistogramError> {
+        let m = &self.moments;
+        if m.n == 0 {
+            return Err(HistogramError::Empty);
+        }
+        let (min, max) = (m.min as f64, m.max as f64);
+        if m.min == m.max {
+            return Ok(Histogram::delta(min, m.n));
+        }
+        // Scott's σ comes from the exact moments (512-bit arithmetic), so it
+        // is computed only when the rule needs it.
+        let scott = || super::histogram::scott_width(m.variance(0).max(0.0).sqrt(), m.n as f64);
+        let mut width = spec.resolve(min, max, scott);
+        if width == 0.0 || ((max - min) / width).ceil() > MAX_MERGED_BINS as f64 {
+            width = BinWidth::FixedNbin(MAX_MERGED_BINS).resolve(min, max, || 0.0);
+        }
+        let mut h = Histogram::empty_grid(min, max, width)?;
+        let pieces: Vec<Piece> = self
+            .buckets()
+            .map(|(lo, hi, c)| Piece::integers(lo, hi, c))
+            .collect();
+        h.counts = super::histogram::rebin(pieces, &h.edges());
+        Ok(h)
+    }
+
+    /// Mean integer value of each non-empty bucket with its count (exact
+    /// below 256 µs; within 0.4 % above).
+    pub fn representatives(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        self.buckets()
+            .map(|(lo, hi, c)| ((lo as f64 + hi as f64) * 0.5, c))
+    }
+
+    /// Digest words: moments, then (bucket, count) pairs.
+    pub fn digest_words(&self, out: &mut Vec<u64>) {
+        self.moments.sum_words(out);
+        out.push(self.moments.min);
+        out.push(self.moments.max);
+        for (b, c) in self.counts.iter() {
+            out.push(b as u64);
+            out.push(c);
+        }
+    }
+}
+
+/// One function's share of a step, after the global reduction: the step's
+/// exact moments and its non-zero buckets.
+#[derive(Debug, Clone, Default)]
+pub struct StepDelta {
+    pub moments: ExactMoments,
+    pub buckets: Vec<(usize, u64)>,
+}
+
+impl StepDelta {
+    pub fn count(&self) -> u64 {
+        self.moments.n
+    }
+}
+
+/// Where a [`FineModel`] is in the two-round reduction of a step.
+#[derive(Debug, Clone, Default)]
+enum Round {
+    /// Between steps.
+    #[default]
+    Idle,
+    /// Round 1 was reduced; these are the step's global moments and masks
+    /// per function, and round 2 (the counts) is to be sent.
+    Counts {
+        moments: Vec<ExactMoments>,
+        masks: Vec<u64>,
+        wire: Option<Wire>,
+    },
+}
+
+/// Global fine histograms of every function plus this rank's partial of the
+/// current step, with the two-round wire protocol. The detectors built on
+/// it (HBOS, COPOD, modal) only derive labelling models from
+/// [`FineModel::global`] after each merge.
+#[derive(Debug, Clone, Default)]
+pub struct FineModel {
+    pub global: Vec<FineHist>,
+    partial: Vec<FineHist>,
+    round: Round,
+    /// Per function: steps in which it had data, and bucket groups whose
+    /// counts were reduced in those steps (the round-2 payload).
+    pub traffic: Vec<Traffic>,
+}
+
+/// How much of the round-2 payload a function caused so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub steps: u64,
+    pub groups: u64,
+}
+
+/// Words per function of round 1 (SUM part): the exact moments.
+pub const ROUND1_SUM_WORDS: usize = MOMENT_SUM_WORDS;
+
+impl FineModel {
+    pub fn ensure_functions(&mut self, n: usize) {
+        if self.global.len() < n {
+            self.global.resize_with(n, FineHist::default);
+            self.partial.resize_with(n, FineHist::default);
+            self.traffic.resize(n, Traffic::default());
+        }
+    }
+
+    #[inline]
+    pub fn observe(&mut self, function: u32, value: u64) {
+        if let Some(h) = self.partial.get_mut(function as usize) {
+            h.push(value);
+        }
+    }
+
+    /// Round 1: per function the moments (SUM), min/MIN, max/MAX and the
+    /// group mask (BOR). The partial counts stay until round 2.
+    pub fn take_partial(&mut self) -> Wire {
+        let n = self.partial.len();
+        let mut w = Wire {
+            sum: Vec::with_capacity(n * ROUND1_SUM_WORDS),
+            min: Vec::with_capacity(n),
+            max: Vec::with_capacity(n),
+            or: vec![0; n * MASK_WORDS],
+        };
+        for (f, p) in self.partial.iter_mut().enumerate() {
+            p.moments.sum_words(&mut w.sum);
+            let empty = p.moments.n == 0;
+            w.min.push(if empty { u64::MAX } else { p.moments.min });
+            w.max.push(if empty { 0 } else { p.moments.max });
+            p.counts
+                .mark_groups(&mut w.or[f * MASK_WORDS..(f + 1) * MASK_WORDS]);
+            p.moments = ExactMoments::default();
+        }
+        self.round = Round::Idle;
+        w
+    }
+
+    /// Merges a reduced round. After round 1 it prepares round 2 (see
+    /// [`FineModel::next_round`]) and returns `None`; after round 2 it adds
+    /// the step to the global histograms and returns each function's step
+    /// delta (empty for functions without data this step).
+    pub fn merge_reduced(&mut self, reduced: &Wire) -> Option<Vec<StepDelta>> {
+        match std::mem::take(&mut self.round) {
+            Round::Idle => {
+                self.start_counts_round(reduced);
+                None
+            }
+            Round::Counts { moments, masks, .. } => Some(self.finish_step(reduced, moments, masks)),
+        }
+    }
+
+    /// The round-2 wire, once, after round 1 was merged.
+    pub fn next_round(&mut self) -> Option<Wire> {
+        match &mut self.round {
+            Round::Counts { wire, .. } => wire.take(),
+            Round::Idle => None,
+        }
+    }
+
+    fn start_counts_round(&mut self, reduced: &Wire) {
+        let n = self
+            .partial
+            .len()
+            .min(reduced.min.len())
+            .min(reduced.max.len())
+            .min(reduced.sum.len() / ROUND1_SUM_WORDS)
+            .min(reduced.or.len() / MASK_WORDS);
+        let mut moments = Vec::with_capacity(n);
+        let mut sum = Vec::new();
+        for f in 0..n {
+            let words = &reduced.sum[f * ROUND1_SUM_WORDS..(f + 1) * ROUND1_SUM_WORDS];
+            moments.push(ExactMoments::from_words(
+                words,
+                reduced.min[f],
+                reduced.max[f],
+            ));
+            let mask = &reduced.or[f * MASK_WORDS..(f + 1) * MASK_WORDS];
+            for g in set_bits(mask) {
+                self.partial[f].counts.group(g, &mut sum);
+            }
+            self.partial[f].counts.clear();
+        }
+        let masks = reduced.or[..n * MASK_WORDS].to_vec();
+        self.round = Round::Counts {
+            moments,
+            masks,
+            wire: Some(Wire {
+                sum,
+                ..Default::default()
+            }),
+        };
+    }
+
+    fn finish_step(
+        &mut self,
+        reduced: &Wire,
+        moments: Vec<ExactMoments>,
+        masks: Vec<u64>,
+    ) -> Vec<StepDelta> {
+        let mut deltas = Vec::with_capacity(moments.len());
+        let mut pos = 0usize;
+        for (f, m) in moments.into_iter().enumerate() {
+            let mut d = StepDelta {
+                moments: m,
+                buckets: Vec::new(),
+            };
+            for g in set_bits(&masks[f * MASK_WORDS..(f + 1) * MASK_WORDS]) {
+                let Some(words) = reduced.sum.get(pos..pos + GROUP) else {
+                    break;
+                };
+                pos += GROUP;
+                for (k, &c) in words.iter().enumerate() {
+                    if c > 0 {
+                        d.buckets.push((g * GROUP + k, c));
+                    }
+                }
+            }
+            if d.moments.n > 0 {
+                let t = &mut self.traffic[f];
+                t.steps += 1;
+                t.groups += masks[f * MASK_WORDS..(f + 1) * MASK_WORDS]
+                    .iter()
+                    .map(|w| u64::from(w.count_ones()))
+                    .sum::<u64>();
+                let h = &mut self.global[f];
+                h.moments.merge(&d.moments);
+                for &(b, c) in &d.buckets {
+                    h.counts.add(b, c);
+                }
+            }
+            deltas.push(d);
+        }
+        deltas
+    }
+}
+
+/// Indices of the set bits of a mask, in increasing order.
+fn set_bits(mask: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    mask.iter().enumerate().flat_map(|(w, &bits)| {
+        let mut b = bits;
+        std::iter::from_fn(move || {
+            if b == 0 {
+                return None;
+            }
+            let i = b.trailing_zeros() as usize;
+            b &= b - 1;
+            Some(w * 64 + i)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_u64_contiguously() {
+        assert_eq!(NUM_BUCKETS, 7424);
+        assert_eq!(MASK_WORDS, 8);
+        let mut next = 0u64;
+        for i in 0..NUM_BUCKETS {
+            let (lo, hi) = bucket_bounds(i);
+            assert_eq!(lo, next, "bucket {i}");
+            assert!(hi >= lo);
+            assert_eq!(bucket_of(lo), i);
+            assert_eq!(bucket_of(hi), i);
+            // Relative width at most 1/128 above the exact range.
+            if lo >= 256 {
+                assert!((hi - lo + 1) as f64 / lo as f64 <= 1.0 / 128.0 + 1e-12);
+            }
+            next = hi.wrapping_add(1);
+        }
+        assert_eq!(next, 0, "last bucket ends at u64::MAX");
+        for x in [0u64, 1, 255, 256, 257, 1000, 123_456_789, u64::MAX] {
+            let (lo, hi) = bucket_bounds(bucket_of(x));
+            assert!(lo <= x && x <= hi);
+        }
+    }
+
+    #[test]
+    fn counts_window_grows_both_ways() {
+        let mut c = Counts::default();
+        for b in [500usize, 20, 7000, 501, 0, 7423] {
+            c.add(b, 1);
+        }
+        c.add(500, 2);
+        let got: Vec<(usize, u64)> = c.iter().collect();
+        assert_eq!(
+            got,
+            vec![(0, 1), (20, 1), (500, 3), (501, 1), (7000, 1), (7423, 1)]
+        );
+        c.clear();
+        assert_eq!(c.iter().count(), 0);
+    }
+
+    /// Reduces rank wires as MPI would (SUM, MIN, MAX, BOR).
+    fn reduce(ws: &[Wire]) -> Wire {
+        let mut r = ws[0].clone();
+        for w in &ws[1..] {
+            r.sum.iter_mut().zip(&w.sum).for_each(|(a, b)| *a += b);
+            r.min
+                .iter_mut()
+                .zip(&w.min)
+                .for_each(|(a, b)| *a = (*a).min(*b));
+            r.max
+                .iter_mut()
+                .zip(&w.max)
+                .for_each(|(a, b)| *a = (*a).max(*b));
+            r.or.iter_mut().zip(&w.or).for_each(|(a, b)| *a |= b);
+        }
+        r
+    }
+
+    fn step(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>]) {
+        for (m, d) in ranks.iter_mut().zip(data) {
+            for &(f, v) in d {
+                m.observe(f, v);
+            }
+        }
+        let w1: Vec<Wire> = ranks.iter_mut().map(|m| m.take_partial()).collect();
+        let r1 = reduce(&w1);
+        for m in ranks.iter_mut() {
+            assert!(m.merge_reduced(&r1).is_none());
+        }
+        let w2: Vec<Wire> = ranks.iter_mut().map(|m| m.next_round().unwrap()).collect();
+        let r2 = reduce(&w2);
+        for m in ranks.iter_mut() {
+            assert!(m.merge_reduced(&r2).is_some());
+            assert!(m.next_round().is_none());
+        }
+    }
+
+    #[test]
+    fn two_round_reduction_equals_one_histogram() {
+        let data: Vec<(u32, u64)> = (0..5000u64)
+            .map(|i| ((i % 3) as u32, (i * 7919) % 100_000 + (i % 7) * 1_000_000))
+            .collect();
+        let mut direct = vec![FineHist::default(); 3];
+        for &(f, v) in &data {
+            direct[f as usize].push(v);
+        }
+        for nranks in [1usize, 2, 5] {
+            let mut ranks: Vec<FineModel> = (0..nranks).map(|_| FineModel::default()).collect();
+            ranks.iter_mut().for_each(|m| m.ensure_functions(3));
+            // Two steps, data dealt round-robin over ranks.
+            for half in data.chunks(2500) {
+                let mut per_rank = vec![Vec::new(); nranks];
+                for (i, &x) in half.iter().enumerate() {
+                    per_rank[i % nranks].push(x);
+                }
+                step(&mut ranks, &per_rank);
+            }
+            for m in &ranks {
+                assert_eq!(m.global, direct, "{nranks} ranks");
+            }
+        }
+    }
+
+    #[test]
+    fn labelling_histogram_from_exact_buckets_matches_direct_creation() {
+        // Below 256 µs the buckets are exact, so the derived HBOS histogram
+        // equals the reference's histogram of the raw values.
+        let vals: Vec<u64> = (0..3000u64).map(|i| 20 + (i * 37) % 200).collect();
+        let mut h = FineHist::default();
+        vals.iter().for_each(|&v| h.push(v));
+        let raw: Vec<f64> = vals.iter().map(|&v| v as f64).collect();
+        let direct = Histogram::create(&raw, BinWidth::FixedNbin(200)).unwrap();
+        let derived = h.labelling_histogram(BinWidth::FixedNbin(200)).unwrap();
+        assert_eq!(derived, direct);
+        let scott = h.labelling_histogram(BinWidth::Scott).unwrap();
+        let direct = Histogram::create(&raw, BinWidth::Scott).unwrap();
+        assert!((scott.bin_width - direct.bin_width).abs() < 1e-9 * direct.bin_width);
+        assert_eq!(scott.counts, direct.counts);
+        // Constant data: the reference's one-bin delta histogram.
+        let mut c = FineHist::default();
+        (0..5).for_each(|_| c.push(42));
+        let d = c.labelling_histogram(BinWidth::FixedNbin(200)).unwrap();
+        assert_eq!(d.counts, vec![5]);
+        assert_eq!((d.min, d.max), (42.0, 42.0));
+    }
+
+    #[test]
+    fn labelling_histogram_keeps_every_count_for_wide_buckets() {
+        let mut h = FineHist::default();
+        for i in 0..10_000u64 {
+            h.push(1_000 + (i * 7919) % 50_000);
+        }
+        h.push(9_000_000);
+        for spec in [BinWidth::FixedNbin(200), BinWidth::Scott] {
+            let x = h.labelling_histogram(spec).unwrap();
+            assert_eq!(x.total(), 10_001);
+            assert_eq!(x.upper_edge(x.nbin() - 1), 9_000_000.0);
+            assert_eq!(*x.counts.last().unwrap(), 1);
+        }
+    }
+}

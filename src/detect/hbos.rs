@@ -1,0 +1,281 @@
+//! HBOS (histogram-based outlier score) with Chimbuko's meaning of every
+//! parameter (`reference/chimbuko-algorithms.md` §5):
+//!
+//! - the labelling histogram has `--hbos-max-bins` (200) equal bins over
+//!   the function's global `[min, max]` (one tiny bin for a constant
+//!   function), derived after each merge from the exact fine histogram;
+//! - bin score `s_b = −log2(c_b/N + α)` with `α = 78.88e-32` (an empty bin
+//!   scores ≈ 100.0001); values more than 5 % of a bin width outside the
+//!   range score `−log2(α)`;
+//! - local threshold `l_thr = min_s + threshold·(max_s − min_s)` over the
+//!   non-empty bins (`--hbos-threshold`, 0.99);
+//! - the *global threshold ratchet* `g_t = max(g_{t−1}, l_thr_t)`, starting
+//!   at `log2(1.00001)`, is part of the global model (the same on every
+//!   rank); an execution is an anomaly iff its score `>= g_t`.
+
+use super::binned::{BinnedDetector, Kernel};
+use super::fine::{FineHist, StepDelta};
+use super::histogram::{BinPos, BinWidth, Histogram};
+use super::{Label, ModelSnapshot, Verdict};
+
+/// Chimbuko's α: keeps `log2` finite for empty bins.
+pub const ALPHA: f64 = 78.88e-32;
+/// Tolerance of `getBin` when labelling (fraction of a bin width).
+pub const EDGE_TOLERANCE: f64 = 0.05;
+
+/// Starting value of the global threshold, `log2(1.00001)`.
+pub fn initial_global_threshold() -> f64 {
+    1.00001f64.log2()
+}
+
+/// Score of a value outside the histogram, `−log2(α)` ≈ 100.0001.
+pub fn outside_score() -> f64 {
+    -ALPHA.log2()
+}
+
+#[derive(Debug, Clone)]
+pub struct HbosParams {
+    /// Default threshold (Chimbuko's `hbos_thres`, 0.99).
+    pub threshold: f64,
+    /// Bins of the labelling histogram (`hbos_max_bins`, 200).
+    pub max_bins: usize,
+}
+
+impl Default for HbosParams {
+    fn default() -> Self {
+        HbosParams {
+            threshold: 0.99,
+            max_bins: 200,
+        }
+    }
+}
+
+/// The labelling model of one function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HbosModel {
+    pub hist: Histogram,
+    /// Score of each bin.
+    pub scores: Vec<f64>,
+    /// `l_thr` of the current histogram.
+    pub local_threshold: f64,
+    /// The ratchet `g` (what labels are compared with).
+    pub global_threshold: f64,
+}
+
+impl Default for HbosModel {
+    fn default() -> Self {
+        HbosModel {
+            hist: Histogram::default(),
+            scores: Vec::new(),
+            local_threshold: 0.0,
+            global_threshold: initial_global_threshold(),
+        }
+    }
+}
+
+impl HbosModel {
+    /// Scores and thresholds of a labelling histogram; `prev_global` is the
+    /// ratchet before this histogram.
+    pub fn from_histogram(hist: Histogram, threshold: f64, prev_global: f64) -> Self {
+        let n = hist.total() as f64;
+        // Most of the 200 bins are often empty: their score is a constant.
+        let empty = outside_score();
+        let scores: Vec<f64> = hist
+            .counts
+            .iter()
+            .map(|&c| {
+                if c == 0 {
+                    empty
+                } else {
+                    -(c as f64 / n + ALPHA).log2()
+                }
+            })
+            .collect();
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for (s, &c) in scores.iter().zip(&hist.counts) {
+            if c > 0 {
+                lo = lo.min(*s);
+                hi = hi.max(*s);
+            }
+        }
+        let local = if lo.is_finite() {
+            lo + threshold * (hi - lo)
+        } else {
+            0.0
+        };
+        HbosModel {
+            hist,
+            scores,
+            local_threshold: local,
+            global_threshold: prev_global.max(local),
+        }
+    }
+
+    /// Score of runtime `x`.
+    pub fn score(&self, x: f64) -> f64 {
+        match self.hist.get_bin(x, EDGE_TOLERANCE) {
+            BinPos::In(b) => self.scores.get(b).copied().unwrap_or_else(outside_score),
+            BinPos::Left | BinPos::Right => outside_score(),
+        }
+    }
+
+    pub fn judge(&self, x: f64) -> Verdict {
+        let score = self.score(x);
+        Verdict {
+            label: if score >= self.global_threshold {
+                Label::Anomaly
+            } else {
+                Label::Normal
+            },
+            score,
+        }
+    }
+}
+
+/// The HBOS kernel of [`BinnedDetector`].
+#[derive(Debug, Clone, Default)]
+pub struct HbosKernel {
+    pub params: HbosParams,
+}
+
+/// The HBOS detector.
+pub type Hbos = BinnedDetector<HbosKernel>;
+
+impl Hbos {
+    pub fn with_params(params: HbosParams, min_count: u64) -> Self {
+        BinnedDetector::new(HbosKernel { params }, min_count)
+    }
+}
+
+impl Kernel for HbosKernel {
+    type Model = HbosModel;
+
+    fn name(&self) -> &'static str {
+        "hbos"
+    }
+
+    fn default_threshold(&self) -> f64 {
+        self.params.threshold
+    }
+
+    fn empty_model(&self) -> HbosModel {
+        HbosModel::default()
+    }
+
+    fn derive(&self, prev: &HbosModel, hist: &FineHist, _: &StepDelta, thr: f64) -> HbosModel {
+        let spec = BinWidth::FixedNbin(self.params.max_bins.max(1));
+        match hist.labelling_histogram(spec) {
+            Ok(h) => HbosModel::from_histogram(h, thr, prev.global_threshold),
+            // Unreachable for non-empty integer data; keep the old model.
+            Err(_) => prev.clone(),
+        }
+    }
+
+    fn judge(&self, m: &HbosModel, value: u64) -> Verdict {
+        m.judge(value as f64)
+    }
+
+    fn json(&self, m: &HbosModel) -> serde_json::Value {
+        serde_json::json!({
+            "histogram": m.hist.to_json(),
+            "internal_global_threshold": m.global_threshold,
+            "local_threshold": m.local_threshold,
+        })
+    }
+
+    fn snapshot(&self, m: &HbosModel, s: &mut ModelSnapshot) {
+        s.threshold = m.global_threshold;
+        s.hist_first_edge = m.hist.start;
+        s.hist_bin_width = m.hist.bin_width;
+        s.hist_counts = m.hist.counts.clone();
+    }
+
+    fn digest_words(&self, m: &HbosModel, out: &mut Vec<u64>) {
+        out.push(m.global_threshold.to_bits());
+        out.push(m.hist.start.to_bits());
+        out.push(m.hist.bin_width.to_bits());
+        out.extend_from_slice(&m.hist.counts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::binned::testing;
+    use crate::detect::Detector;
+
+    fn example() -> Histogram {
+        Histogram::from_parts(vec![2, 8, 1, 0, 0, 2], 101.0, 700.0, 100.0, 100.0).unwrap()
+    }
+
+    #[test]
+    fn worked_example_scores_and_threshold() {
+        let m = HbosModel::from_histogram(example(), 0.99, initial_global_threshold());
+        let want = [2.7004, 0.7004, 3.7004, 100.0001, 100.0001, 2.7004];
+        for (s, w) in m.scores.iter().zip(want) {
+            assert!((s - w).abs() < 1e-4, "{s} vs {w}");
+        }
+        assert!((m.local_threshold - 3.6704).abs() < 1e-4);
+        assert_eq!(m.global_threshold, m.local_threshold);
+        // The count-1 bin is an outlier; the peak and last bins are not.
+        assert_eq!(m.judge(350.0).label, Label::Anomaly);
+        assert_eq!(m.judge(250.0).label, Label::Normal);
+        assert!((m.judge(250.0).score - 0.7004).abs() < 1e-4);
+        assert_eq!(m.judge(650.0).label, Label::Normal);
+        // Within 5 % of a bin width outside: the edge bins.
+        assert_eq!(m.judge(96.0).label, Label::Normal);
+        assert_eq!(m.judge(704.0).label, Label::Normal);
+        // Outside, or in an empty bin: ≈ 100, outliers.
+        for x in [90.0, 710.0, 550.0] {
+            let v = m.judge(x);
+            assert_eq!(v.label, Label::Anomaly);
+            assert!((v.score - 100.0001).abs() < 1e-3);
+        }
+    }
+
+    #[test]
+    fn ratchet_never_goes_down() {
+        let m = HbosModel::from_histogram(example(), 0.99, 50.0);
+        assert_eq!(m.global_threshold, 50.0);
+        assert_eq!(m.judge(550.0).label, Label::Anomaly);
+        assert_eq!(m.judge(350.0).label, Label::Normal);
+        // A constant function: score 0 < initial g, so normal.
+        let c = HbosModel::from_histogram(Histogram::delta(5.0, 10), 0.99, 1.00001f64.log2());
+        assert_eq!(c.judge(5.0).label, Label::Normal);
+        assert_eq!(c.judge(6.0).label, Label::Anomaly);
+    }
+
+    fn data(seed: u64, n: usize) -> Vec<(u32, u64)> {
+        (0..n as u64)
+            .map(|i| {
+                let f = (i % 3) as u32;
+                let x = (i * 7919 + seed * 104_729) % 1000;
+                let v = match f {
+                    0 => 100 + x / 10,
+                    1 => 1000 + x * 3 + if i % 97 == 0 { 20_000 } else { 0 },
+                    _ => 5 + x % 4,
+                };
+                (f, v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn any_split_over_ranks_is_bit_identical() {
+        let steps: Vec<Vec<(u32, u64)>> = (0..4).map(|s| data(s, 2000)).collect();
+        let probes = [
+            (0, 150),
+            (1, 1500),
+            (1, 21_000),
+            (2, 5),
+            (2, 9),
+            (0, 10_000),
+        ];
+        testing::assert_partition_invariant(
+            &|| Box::new(Hbos::with_params(HbosParams::default(), 2)) as Box<dyn Detector>,
+            3,
+            &steps,
+            &probes,
+        );
+    }
+}

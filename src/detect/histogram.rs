@@ -1,0 +1,785 @@
+//! Chimbuko's histogram, with the reference's rules (see
+//! `reference/chimbuko-algorithms.md` §2): bins `(start + b·w, start + (b+1)·w]`
+//! whose last upper edge is exactly `max`, the first edge `1e-6·w` below the
+//! minimum, bin-width rules (Scott, fixed number of bins, ...), `getBin` with a
+//! tolerance, rebinning by "uniform integer" splitting, negation, the
+//! empirical CDF and the histogram skewness.
+//!
+//! HBOS and COPOD label against histograms built with these rules. In this
+//! crate the histogram that is *merged* across ranks and steps is the exact
+//! fine histogram of [`super::fine`]; the labelling histogram is derived from
+//! it after every merge with [`rebin`] (see [`super::fine::FineHist::labelling_histogram`]).
+//! Everything here is deterministic floating-point arithmetic on exact inputs,
+//! so the result is the same on every rank.
+
+use serde_json::json;
+
+/// The first bin edge sits this fraction of a bin width below the minimum,
+/// so that the minimum (lower edges are exclusive) falls inside bin 0.
+pub const LOWER_SHIFT: f64 = 1e-6;
+
+/// Merged histograms never get more bins than this (the reference's limit).
+pub const MAX_MERGED_BINS: usize = 50_000;
+
+/// Where a value falls relative to a histogram (`getBin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinPos {
+    /// Below the first edge (beyond the tolerance).
+    Left,
+    /// Above the last edge (beyond the tolerance).
+    Right,
+    In(usize),
+}
+
+/// How a bin width is chosen (`binWidthSpecifier` in the reference).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BinWidth {
+    /// Scott's rule `3.5·σ/n^(1/3)` (σ: population standard deviation).
+    Scott,
+    /// Exactly `k` bins between min and max.
+    FixedNbin(usize),
+    /// A given width.
+    Fixed(f64),
+    /// A given width, unless that gives more than `max_bins` bins.
+    FixedMaxNbin(f64, usize),
+    /// Scott's rule, unless that gives more than `max_bins` bins.
+    ScottMaxNbin(usize),
+}
+
+/// Why a histogram could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HistogramError {
+    #[error("no data")]
+    Empty,
+    #[error("value {0} is not finite")]
+    NotFinite(f64),
+    #[error("invalid bin width {0}")]
+    BadWidth(f64),
+    #[error("too many bins ({0})")]
+    TooManyBins(f64),
+    #[error("inconsistent histogram: {0}")]
+    Inconsistent(String),
+}
+
+/// Width `(max − min)/(k − 1e-6 − 0.001)`: with the first edge `1e-6·w`
+/// below min this yields exactly `k` bins.
+fn width_for_nbins(min: f64, max: f64, k: usize) -> f64 {
+    (max - min) / (k as f64 - LOWER_SHIFT - 0.001)
+}
+
+/// The "at most `max_bins`" correction of the reference.
+fn cap_width(w: f64, min: f64, max: f64, max_bins: usize) -> f64 {
+    if w == 0.0 || ((max - min) / w + LOWER_SHIFT).ceil() > max_bins as f64 {
+        width_for_nbins(min, max, max_bins)
+    } else {
+        w
+    }
+}
+
+/// Scott's width for `n` values of population standard deviation `sd`.
+pub fn scott_width(sd: f64, n: f64) -> f64 {
+    3.5 * sd / n.cbrt()
+}
+
+impl BinWidth {
+    /// Width for raw values with the given extrema.
+    fn for_values(&self, values: &[f64], min: f64, max: f64) -> f64 {
+        let scott = || {
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            scott_width(var.sqrt(), n)
+        };
+        self.resolve(min, max, scott)
+    }
+
+    /// Width for the merge of two histograms (Scott from bin midpoints).
+    fn for_pair(&self, g: &Histogram, l: &Histogram, min: f64, max: f64) -> f64 {
+        let scott = || {
+            let (mut n, mut s1, mut s2) = (0u64, 0.0f64, 0.0f64);
+            for h in [g, l] {
+                for (b, &c) in h.counts.iter().enumerate() {
+                    let v = h.bin_value(b);
+                    n += c;
+                    s1 += c as f64 * v;
+                    s2 += c as f64 * v * v;
+                }
+            }
+            let n = n.max(1) as f64;
+            let mean = s1 / n;
+            let var = (s2 / n - mean * mean).max(0.0);
+            scott_width(var.sqrt(), n)
+        };
+        self.resolve(min, max, scott)
+    }
+
+    /// Applies the rule; `scott` computes Scott's width when needed.
+    pub fn resolve(&self, min: f64, max: f64, scott: impl Fn() -> f64) -> f64 {
+        match *self {
+            BinWidth::Scott => scott(),
+            BinWidth::FixedNbin(k) => width_for_nbins(min, max, k.max(1)),
+            BinWidth::Fixed(w) => w,
+            BinWidth::FixedMaxNbin(w, m) => cap_width(w, min, max, m.max(1)),
+            BinWidth::ScottMaxNbin(m) => cap_width(scott(), min, max, m.max(1)),
+        }
+    }
+}
+
+/// A histogram with equal-width bins. Bin `b` covers
+/// `(start + b·bin_width, start + (b+1)·bin_width]`, except that the upper
+/// edge of the last bin is `max` exactly.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Histogram {
+    pub counts: Vec<u64>,
+    pub start: f64,
+    pub bin_width: f64,
+    /// Smallest value (inside bin 0).
+    pub min: f64,
+    /// Largest value (the last upper edge).
+    pub max: f64,
+}
+
+impl Histogram {
+    /// A histogram from its parts, checked like the reference's
+    /// `set_histogram` (min inside bin 0, last edge at max).
+    pub fn from_parts(
+        counts: Vec<u64>,
+        min: f64,
+        max: f64,
+        start: f64,
+        bin_width: f64,
+    ) -> Result<Self, HistogramError> {
+        let bad = |m: &str| Err(HistogramError::Inconsistent(m.to_owned()));
+        if counts.is_empty() {
+            return Err(HistogramError::Empty);
+        }
+        if max < min || max.is_nan() || min.is_nan() {
+            return bad("max < min");
+        }
+        if min < start || min > start + bin_width {
+            return bad("min is not inside the first bin");
+        }
+        let top = start + counts.len() as f64 * bin_width;
+        if (top - max).abs() > 1e-8 * bin_width {
+            return bad("start + nbin·width does not reach max");
+        }
+        Ok(Histogram {
+            counts,
+            start,
+            bin_width,
+            min,
+            max,
+        })
+    }
+
+    /// Builds the histogram of `values` (`create_histogram`).
+    pub fn create(values: &[f64], spec: BinWidth) -> Result<Self, HistogramError> {
+        let Some(&first) = values.first() else {
+            return Err(HistogramError::Empty);
+        };
+        if let Some(&v) = values.iter().find(|v| !v.is_finite()) {
+            return Err(HistogramError::NotFinite(v));
+        }
+        if values.iter().all(|&v| v == first) {
+            return Ok(Histogram::delta(first, values.len() as u64));
+        }
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let width = spec.for_values(values, min, max);
+        let mut h = Histogram::empty_grid(min, max, width)?;
+        for &v in values {
+            match h.get_bin(v, 0.0) {
+                BinPos::In(b) => h.counts[b] += 1,
+                _ => {
+                    return Err(HistogramError::Inconsistent(format!(
+                        "value {v} falls outside its own histogram"
+                    )))
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// All `n` values equal `v`: one tiny bin just below and up to `v`.
+    pub fn delta(v: f64, n: u64) -> Self {
+        let mut d = 1e-12 * v.abs();
+        if d == 0.0 {
+            d = 1e-12;
+        }
+        Histogram {
+            counts: vec![n],
+            start: v - d,
+            bin_width: d,
+            min: v,
+            max: v,
+        }
+    }
+
+    /// Zero counts on the grid the reference builds for `[min, max]` and a
+    /// suggested width: first edge `1e-6·w` below min, the width then
+    /// stretched so that a whole number of bins ends exactly at max.
+    pub fn empty_grid(min: f64, max: f64, width: f64) -> Result<Self, HistogramError> {
+        if width <= 0.0 || !width.is_finite() {
+            return Err(HistogramError::BadWidth(width));
+        }
+        let first_edge = min - LOWER_SHIFT * width;
+        let nbin = ((max - first_edge) / width).ceil();
+        if !(1.0..=1e8).contains(&nbin) {
+            return Err(HistogramError::TooManyBins(nbin));
+        }
+        let nbin = nbin as usize;
+        Ok(Histogram {
+            counts: vec![0; nbin],
+            start: first_edge,
+            bin_width: (max - first_edge) / nbin as f64,
+            min,
+            max,
+        })
+    }
+
+    pub fn nbin(&self) -> usize {
+        self.counts.len()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Lower edge of bin `b`.
+    pub fn lower_edge(&self, b: usize) -> f64 {
+        self.start + b as f64 * self.bin_width
+    }
+
+    /// Upper edge of bin `b` (the last one is `max` exactly).
+    pub fn upper_edge(&self, b: usize) -> f64 {
+        if b + 1 == self.nbin() {
+            self.max
+        } else {
+            self.start + (b + 1) as f64 * self.bin_width
+        }
+    }
+
+    /// Edges of every bin, each lower edge equal to the previous upper edge.
+    pub fn edges(&self) -> Vec<(f64, f64)> {
+        let mut out: Vec<(f64, f64)> = Vec::with_capacity(self.nbin());
+        for b in 0..self.nbin() {
+            let lo = out.last().map_or(self.lower_edge(0), |e| e.1);
+            out.push((lo, self.upper_edge(b)));
+        }
+        out
+    }
+
+    /// Midpoint of bin `b` (the value a bin stands for in moments, Scott's
+    /// rule and COPOD's threshold).
+    pub fn bin_value(&self, b: usize) -> f64 {
+        self.start + (b as f64 + 0.5) * self.bin_width
+    }
+
+    /// The bin of `v`; values up to `tol` bin widths outside the range fall
+    /// in the first or last bin (`getBin`).
+    pub fn get_bin(&self, v: f64, tol: f64) -> BinPos {
+        let n = self.nbin();
+        if n == 0 || v.is_nan() {
+            return BinPos::Left;
+        }
+        if v <= self.start - tol * self.bin_width {
+            BinPos::Left
+        } else if v <= self.start {
+            BinPos::In(0)
+        } else if v > self.max + tol * self.bin_width {
+            BinPos::Right
+        } else if v >= self.max {
+            BinPos::In(n - 1)
+        } else {
+            let mut b = ((v - self.start) / self.bin_width).floor() as usize;
+            // Edges are *defined* as start + b·w: a value on (or, through
+            // rounding, below) that edge belongs to the bin before.
+            if b > 0 && v <= self.lower_edge(b) {
+                b -= 1;
+            }
+            BinPos::In(b.min(n - 1))
+        }
+    }
+
+    /// Counts in `(l, u]`, counts spread uniformly inside each bin; the
+    /// range is clamped to the histogram (`uniformCountInRange`).
+    pub fn uniform_count_in_range(&self, l: f64, u: f64) -> f64 {
+        if self.nbin() == 0 || u <= l || u.is_nan() || l.is_nan() {
+            return 0.0;
+        }
+        if self.min == self.max {
+            // A delta function: all counts sit at the single value.
+            return if l < self.max && u >= self.max {
+                self.counts[0] as f64
+            } else {
+                0.0
+            };
+        }
+        let (lbin, l) = match self.get_bin(l, 0.0) {
+            BinPos::Left => (0, self.lower_edge(0)),
+            BinPos::Right => return 0.0,
+            BinPos::In(b) => (b, l),
+        };
+        let (ubin, u) = match self.get_bin(u, 0.0) {
+            BinPos::Right => (self.nbin() - 1, self.max),
+            BinPos::Left => return 0.0,
+            BinPos::In(b) => (b, u),
+        };
+        let frac = |b: usize, from: f64, to: f64| {
+            let (lo, hi) = (self.lower_edge(b), self.upper_edge(b));
+            (to - from) / (hi - lo) * self.counts[b] as f64
+        };
+        if lbin == ubin {
+            return frac(lbin, l, u);
+        }
+        let mut c = frac(lbin, l, self.upper_edge(lbin)) + frac(ubin, self.lower_edge(ubin), u);
+        for b in lbin + 1..ubin {
+            c += self.counts[b] as f64;
+        }
+        c
+    }
+
+    /// Fraction of counts at or below `v` (`empiricalCDF`).
+    pub fn empirical_cdf(&self, v: f64) -> f64 {
+        let total = self.total();
+        if total == 0 {
+            return 0.0;
+        }
+        self.uniform_count_in_range(f64::MIN, v) / total as f64
+    }
+
+    /// The histogram of the negated values (`operator-`): counts reversed,
+    /// `[−max, −min]`, first edge re-placed `1e-6·w` below the new minimum.
+    pub fn negate(&self) -> Histogram {
+        let mut counts = self.counts.clone();
+        counts.reverse();
+        let min = -self.max;
+        Histogram {
+            counts,
+            start: min - LOWER_SHIFT * self.bin_width,
+            bin_width: self.bin_width,
+            min,
+            max: -self.min,
+        }
+    }
+
+    /// Skewness over bin midpoints with the reference's estimator
+    /// `N/(N−1)·(E[x³] − 3E[x²]μ + 2μ³)/var^1.5`, var = E[x²] − μ².
+    pub fn skewness(&self) -> f64 {
+        let (mut n, mut s1, mut s2, mut s3) = (0u64, 0.0f64, 0.0f64, 0.0f64);
+        for (b, &c) in self.counts.iter().enumerate() {
+            let v = self.bin_value(b);
+            let c64 = c as f64;
+            s1 += c64 * v;
+            s2 += c64 * v * v;
+            s3 += c64 * v * v * v;
+            n += c;
+        }
+        let nf = n as f64;
+        let (m1, m2, m3) = (s1 / nf, s2 / nf, s3 / nf);
+        let var = m2 - m1 * m1;
+        let central3 = m3 - 3.0 * m2 * m1 + 2.0 * m1 * m1 * m1;
+        nf / (nf - 1.0) * central3 / var.powf(1.5)
+    }
+
+    /// Merges two histograms onto a new grid chosen by `spec`
+    /// (`merge_histograms`): each input is rebinned by uniform-integer
+    /// splitting and the counts are added. Not associative; the detectors
+    /// merge exact fine histograms instead and call this only in tests.
+    pub fn merge(g: &Histogram, l: &Histogram, spec: BinWidth) -> Result<Self, HistogramError> {
+        if g.nbin() == 0 {
+            return Ok(l.clone());
+        }
+        if l.nbin() == 0 {
+            return Ok(g.clone());
+        }
+        let (min, max) = (g.min.min(l.min), g.max.max(l.max));
+        let too_many = |w: f64| w == 0.0 || ((max - min) / w).ceil() > MAX_MERGED_BINS as f64;
+        let mut width = spec.for_pair(g, l, min, max);
+        if too_many(width) {
+            width = g.bin_width.min(l.bin_width);
+            if too_many(width) {
+                return Err(HistogramError::BadWidth(width));
+            }
+        }
+        let mut start = min - LOWER_SHIFT * width;
+        if start == max {
+            // min == max and the shift vanished in rounding: one bin.
+            start = min - width;
+            if start == max {
+                width = if min == 0.0 { 1e-6 } else { 1e-6 * min.abs() };
+                start = min - width;
+            }
+        }
+        let nbin = ((max - start) / width).ceil();
+        if !(1.0..=MAX_MERGED_BINS as f64 + 1.0).contains(&nbin) {
+            return Err(HistogramError::TooManyBins(nbin));
+        }
+        let nbin = nbin as usize;
+        let mut out = Histogram {
+            counts: vec![0; nbin],
+            start,
+            bin_width: (max - start) / nbin as f64,
+            min,
+            max,
+        };
+        let edges = out.edges();
+        for src in [g, l] {
+            let got = rebin(src.pieces(), &edges);
+            for (o, c) in out.counts.iter_mut().zip(got) {
+                *o += c;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The bins as rebinning pieces (a delta histogram is one point).
+    fn pieces(&self) -> Vec<Piece> {
+        if self.min == self.max {
+            return vec![Piece::point(self.max, self.total() as f64)];
+        }
+        self.edges()
+            .into_iter()
+            .zip(&self.counts)
+            .map(|((lo, hi), &c)| Piece::span(lo, hi, c as f64))
+            .collect()
+    }
+
+    /// Chimbuko's JSON form of a histogram.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "Bin Counts": self.counts,
+            "First edge": self.start,
+            "Bin width": self.bin_width,
+            "Min": self.min,
+            "Max": self.max,
+        })
+    }
+}
+
+/// A source bin for rebinning: `count` spread uniformly over its content.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Piece {
+    kind: PieceKind,
+    count: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PieceKind {
+    /// The real interval `(lo, hi]`.
+    Span { lo: f64, hi: f64 },
+    /// The integers `lo..=hi` (a fine bucket of integer microseconds).
+    Integers { lo: u64, hi: u64 },
+    /// One value (a delta-function histogram).
+    Point(f64),
+}
+
+impl Piece {
+    pub fn span(lo: f64, hi: f64, count: f64) -> Self {
+        Piece {
+            kind: PieceKind::Span { lo, hi },
+            count,
+        }
+    }
+
+    pub fn integers(lo: u64, hi: u64, count: u64) -> Self {
+        Piece {
+            kind: PieceKind::Integers { lo, hi },
+            count: count as f64,
+        }
+    }
+
+    pub fn point(v: f64, count: f64) -> Self {
+        Piece {
+            kind: PieceKind::Point(v),
+            count,
+        }
+    }
+
+    /// Everything in the piece is `<= a`.
+    fn at_or_below(&self, a: f64) -> bool {
+        match self.kind {
+            PieceKind::Span { hi, .. } => hi <= a,
+            PieceKind::Integers { hi, .. } => (hi as f64) <= a,
+            PieceKind::Point(v) => v <= a,
+        }
+    }
+
+    /// Everything in the piece is `> a`.
+    fn above(&self, a: f64) -> bool {
+        match self.kind {
+            PieceKind::Span { lo, .. } => lo >= a,
+            PieceKind::Integers { lo, .. } => (lo as f64) > a,
+            PieceKind::Point(v) => v > a,
+        }
+    }
+
+    /// Fraction of the piece's content `<= a` (the piece straddles `a`).
+    fn fraction_at_or_below(&self, a: f64) -> f64 {
+        match self.kind {
+            PieceKind::Span { lo, hi } => (a - lo) / (hi - lo),
+            PieceKind::Integers { lo, hi } => {
+                // Integers lo..=floor(a) of the hi − lo + 1 in the piece.
+                let below = (a.floor() - lo as f64 + 1.0).clamp(0.0, (hi - lo + 1) as f64);
+                below / (hi - lo + 1) as f64
+            }
+            PieceKind::Point(v) => f64::from(u8::from(v <= a)),
+        }
+    }
+
+    /// Keeps only the content above `a`.
+    fn keep_above(&mut self, a: f64) {
+        match &mut self.kind {
+            PieceKind::Span { lo, .. } => *lo = a,
+            PieceKind::Integers { lo, .. } => *lo = a.floor() as u64 + 1,
+            PieceKind::Point(_) => {}
+        }
+    }
+
+    /// Splits the count at `a` with the reference's rounding: each side
+    /// gets `floor(f·c + 0.5)`, and what rounding lost or added goes to the
+    /// larger side (the left one on a tie). Returns (left, right).
+    fn split_count(&self, a: f64) -> (f64, f64) {
+        let f0 = self.fraction_at_or_below(a);
+        let f1 = 1.0 - f0;
+        let c = self.count;
+        let (mut o0, mut o1) = ((f0 * c + 0.5).floor(), (f1 * c + 0.5).floor());
+        let debt = c - o0 - o1;
+        if f1 > f0 {
+            o1 += debt;
+        } else {
+            o0 += debt;
+        }
+        (o0, o1)
+    }
+}
+
+/// Rebins `pieces` (sorted, non-overlapping) onto contiguous target bins
+/// `edges` (each `(l, u]`, in increasing order) with the reference's
+/// uniform-integer splitting (`extractUniformCountInRangesInt`): a piece
+/// that straddles a target edge is split there; content below the first
+/// target edge is left out, content above the last edge is left out.
+pub fn rebin(pieces: Vec<Piece>, edges: &[(f64, f64)]) -> Vec<u64> {
+    let mut out = vec![0u64; edges.len()];
+    let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0).peekable();
+    let mut current: Option<Piece> = pieces.next();
+    for (slot, &(l, u)) in out.iter_mut().zip(edges) {
+        // Content at or below this bin's lower edge no longer belongs to any
+        // target: drop whole pieces, and the lower part of a straddling one.
+        while let Some(p) = current {
+            if p.at_or_below(l) {
+                current = pieces.next();
+            } else {
+                if !p.above(l) {
+                    let (_, right) = p.split_count(l);
+                    let mut q = p;
+                    q.keep_above(l);
+                    q.count = right;
+                    current = Some(q);
+                }
+                break;
+            }
+        }
+        // Collect what lies in (l, u].
+        let mut got = 0.0f64;
+        while let Some(p) = current {
+            if p.at_or_below(u) {
+                got += p.count;
+                current = pieces.next();
+            } else {
+                if !p.above(u) {
+                    let (left, right) = p.split_count(u);
+                    got += left;
+                    let mut q = p;
+                    q.keep_above(u);
+                    q.count = right;
+                    current = Some(q);
+                }
+                break;
+            }
+        }
+        *slot = got.max(0.0) as u64;
+    }
+    out
+}
+
+/// `sign(x)` with `sign(0) = sign(NaN) = 0`.
+pub fn sign(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(counts: &[u64], min: f64, max: f64, start: f64, w: f64) -> Histogram {
+        Histogram::from_parts(counts.to_vec(), min, max, start, w).unwrap()
+    }
+
+    #[test]
+    fn fixed_width_example_gives_four_refitted_bins() {
+        let v = [0.1, 0.1, 0.1, 0.2, 0.4];
+        let x = Histogram::create(&v, BinWidth::Fixed(0.1)).unwrap();
+        assert_eq!(x.nbin(), 4);
+        assert!((x.bin_width - 0.075000025).abs() < 1e-12, "{}", x.bin_width);
+        assert_eq!(x.counts, vec![3, 1, 0, 1]);
+        assert_eq!(x.get_bin(0.1, 0.0), BinPos::In(0));
+        assert_eq!(x.get_bin(0.4, 0.0), BinPos::In(3));
+        assert_eq!(x.get_bin(0.0, 0.0), BinPos::Left);
+        assert_eq!(x.get_bin(0.5, 0.0), BinPos::Right);
+        assert_eq!(x.upper_edge(3), 0.4);
+    }
+
+    #[test]
+    fn fixed_nbin_and_delta() {
+        let v = [0.1, 0.1, 0.1, 0.2, 0.4];
+        for k in 1..=4 {
+            let x = Histogram::create(&v, BinWidth::FixedNbin(k)).unwrap();
+            assert_eq!(x.nbin(), k);
+            assert_eq!(x.total(), 5);
+        }
+        let d = Histogram::create(&[0.0, 0.0, 0.0], BinWidth::Scott).unwrap();
+        assert_eq!(d.counts, vec![3]);
+        assert!(d.start < 0.0);
+        assert_eq!(d.get_bin(0.0, 0.05), BinPos::In(0));
+        assert!(Histogram::create(&[], BinWidth::Scott).is_err());
+        assert!(Histogram::create(&[1.0, f64::NAN], BinWidth::Scott).is_err());
+    }
+
+    #[test]
+    fn get_bin_edges_and_tolerance() {
+        let x = h(&[1, 2, 0, 4], 0.11, 0.5, 0.1, 0.1);
+        assert_eq!(x.get_bin(0.15, 0.05), BinPos::In(0));
+        assert_eq!(x.get_bin(0.45, 0.05), BinPos::In(3));
+        assert_eq!(x.get_bin(0.0, 0.05), BinPos::Left);
+        assert_eq!(x.get_bin(0.096, 0.05), BinPos::In(0));
+        assert_eq!(x.get_bin(0.6, 0.05), BinPos::Right);
+        assert_eq!(x.get_bin(0.504, 0.05), BinPos::In(3));
+        assert_eq!(x.get_bin(0.1, 0.0), BinPos::Left);
+        assert_eq!(x.get_bin(0.1, 0.01), BinPos::In(0));
+        assert_eq!(x.get_bin(0.2, 0.05), BinPos::In(0));
+        assert_eq!(x.get_bin(0.20001, 0.05), BinPos::In(1));
+        assert_eq!(x.get_bin(0.5, 0.05), BinPos::In(3));
+    }
+
+    #[test]
+    fn merge_with_aligned_edges() {
+        let target = h(&[0, 0, 0], 1e-8, 3.0, 0.0, 1.0);
+        let a = h(&[0, 3, 0], 1e-8, 3.0, 0.0, 1.0);
+        let b = h(&[2, 0, 1], 1e-8, 3.0, 0.0, 1.0);
+        let edges = target.edges();
+        let sum: Vec<u64> = rebin(a.pieces(), &edges)
+            .iter()
+            .zip(rebin(b.pieces(), &edges))
+            .map(|(x, y)| x + y)
+            .collect();
+        assert_eq!(sum, vec![2, 3, 1]);
+    }
+
+    #[test]
+    fn merge_onto_finer_bins_splits_counts() {
+        let target = h(&[0; 6], -1.0 + 1e-8, 5.0, -1.0, 1.0);
+        let g = h(&[6, 0], -1.0 + 1e-8, 3.0, -1.0, 2.0);
+        let l = h(&[4, 0, 0], -1.0 + 1e-8, 5.0, -1.0, 2.0);
+        let edges = target.edges();
+        let sum: Vec<u64> = rebin(g.pieces(), &edges)
+            .iter()
+            .zip(rebin(l.pieces(), &edges))
+            .map(|(x, y)| x + y)
+            .collect();
+        assert_eq!(sum, vec![5, 5, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn split_rounding_follows_the_reference() {
+        // Counts 3 and 2 on two wide bins, rebinned onto 8 half-width bins.
+        let target = h(&[0; 8], -1.0 + 1e-8, 3.0, -1.0, 0.5);
+        let l = h(&[3, 0], -1.0 + 1e-8, 3.0, -1.0, 2.0);
+        let g = h(&[0, 2], -1.0 + 1e-8, 3.0, -1.0, 2.0);
+        let edges = target.edges();
+        assert_eq!(rebin(l.pieces(), &edges), vec![1, 1, 0, 1, 0, 0, 0, 0]);
+        assert_eq!(rebin(g.pieces(), &edges), vec![0, 0, 0, 0, 1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn merge_preserves_totals() {
+        let g = h(&[0, 1, 4, 1, 0], 0.1 + 1e-8, 0.6, 0.1, 0.1);
+        let l = h(&[1, 0, 6, 0, 1], 0.1 + 1e-8, 0.6, 0.1, 0.1);
+        let c = Histogram::merge(&g, &l, BinWidth::Scott).unwrap();
+        assert_eq!(c.total(), 14);
+        assert_eq!(c.upper_edge(c.nbin() - 1), 0.6);
+        assert!(c.lower_edge(0) < 0.1 + 1e-8);
+        // A tiny suggested width falls back to the inputs' smaller width.
+        let g = h(&[1, 4], 0.100001, 0.3, 0.1, 0.1);
+        let l = h(&[3, 2], 0.000001, 0.6, 0.0, 0.3);
+        let c = Histogram::merge(&g, &l, BinWidth::Fixed(1e-20)).unwrap();
+        assert!((c.bin_width - 0.1).abs() < 1e-4);
+        assert_eq!(c.upper_edge(c.nbin() - 1), 0.6);
+    }
+
+    #[test]
+    fn negation_and_ecdf() {
+        let g = h(&[2, 40, 24, 10, 3, 1, 0, 1], 0.11, 0.9, 0.1, 0.1);
+        let n = g.negate();
+        assert_eq!(n.get_bin(-0.95, 0.0), BinPos::Left);
+        assert_eq!(n.get_bin(-0.85, 0.0), BinPos::In(0));
+        assert_eq!(n.counts[0], 1);
+        assert_eq!(n.counts[7], 2);
+        assert_eq!(n.get_bin(-0.05, 0.0), BinPos::Right);
+        assert_eq!((n.min, n.max), (-0.9, -0.11));
+
+        let g = h(&[2, 40, 24, 10, 3, 1, 0, 1], 0.1 + 1e-8, 0.9, 0.1, 0.1);
+        let total = 81.0;
+        assert_eq!(g.empirical_cdf(0.05), 0.0);
+        assert_eq!(g.empirical_cdf(0.95), 1.0);
+        assert!((g.empirical_cdf(0.14) - 0.4 * 2.0 / total).abs() < 1e-3);
+        assert!((g.empirical_cdf(0.34) - (42.0 + 0.4 * 24.0) / total).abs() < 1e-3);
+        // Right-tail fractions from the negated histogram.
+        let p = Histogram::create(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], BinWidth::Fixed(0.05)).unwrap();
+        let n = p.negate();
+        assert!((n.empirical_cdf(-5.94) - 1.0 / 6.0).abs() < 1e-6);
+        assert!(n.empirical_cdf(-6.1).abs() < 1e-6);
+        assert!((n.empirical_cdf(-1.1) - 5.0 / 6.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn uniform_count_in_range_cases() {
+        let x = h(&[1, 2, 3], 1e-12, 3.0, 0.0, 1.0);
+        assert!((x.uniform_count_in_range(0.0, 3.0) - 6.0).abs() < 1e-5);
+        assert!((x.uniform_count_in_range(2.5, 3.0) - 1.5).abs() < 1e-5);
+        assert!((x.uniform_count_in_range(0.5, 2.5) - 4.0).abs() < 1e-5);
+        let d = h(&[3], 0.5, 0.5, 0.5 - 1e-8, 1e-8);
+        assert_eq!(d.uniform_count_in_range(0.499, 0.5), 3.0);
+        assert_eq!(d.uniform_count_in_range(0.5, 0.501), 0.0);
+    }
+
+    #[test]
+    fn skewness_matches_unpacked_values() {
+        let g = h(&[8, 2, 1, 4], 0.11, 0.5, 0.1, 0.1);
+        let vals: Vec<f64> = (0..4)
+            .flat_map(|b| std::iter::repeat_n(g.bin_value(b), g.counts[b] as usize))
+            .collect();
+        let n = vals.len() as f64;
+        let mean = vals.iter().sum::<f64>() / n;
+        let var = vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        let m3 = vals.iter().map(|v| (v - mean).powi(3)).sum::<f64>() / (n - 1.0);
+        assert!((g.skewness() - m3 / var.powf(1.5)).abs() < 1e-5);
+    }
+
+    #[test]
+    fn integer_pieces_split_by_whole_values() {
+        // Integers 10..=19 (count 10) onto (9.5, 14.2], (14.2, 30]:
+        // 10..=14 is half of the bucket.
+        let edges = [(9.5, 14.2), (14.2, 30.0)];
+        assert_eq!(rebin(vec![Piece::integers(10, 19, 10)], &edges), vec![5, 5]);
+        // A single integer never splits.
+        let edges = [(6.5, 7.0), (7.0, 7.5)];
+        assert_eq!(rebin(vec![Piece::integers(7, 7, 4)], &edges), vec![4, 0]);
+    }
+}
