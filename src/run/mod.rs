@@ -993,6 +993,11 @@ impl RunAttributes {
         let params = serde_json::json!({
             "algorithm": format!("{:?}", args.algorithm).to_lowercase(),
             "sigma": args.sigma,
+            "hbos_threshold": args.hbos_threshold,
+            "hbos_max_bins": args.hbos_max_bins,
+            "modal_threshold": args.modal_threshold,
+            "modal_min_share": args.modal_min_share,
+            "modal_min_spread": args.modal_min_spread,
             "min_count": args.min_count,
             "use_inclusive": args.use_inclusive,
             "ignore_regex": args.ignore_regex,
