@@ -373,6 +373,19 @@ impl<'a> RankGenerator<'a> {
         let spec = &self.sc.functions[f];
         let t = &mut self.threads[ti];
         let mut x = t.rng.sample(&spec.runtime);
+        if spec.drift_per_step != 0.0 {
+            x *= (1.0 + spec.drift_per_step * self.step as f64).max(0.0);
+        }
+        for sd in &self.sc.slowdowns {
+            let here = sd.ranks.contains(&self.rank)
+                && sd
+                    .functions
+                    .as_ref()
+                    .is_none_or(|fs| fs.iter().any(|n| *n == spec.name));
+            if here {
+                x *= sd.factor.max(0.0);
+            }
+        }
         let mut anomalous = false;
         for a in &self.sc.anomalies {
             if a.function != spec.name

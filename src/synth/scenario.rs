@@ -94,6 +94,11 @@ pub struct FunctionSpec {
     pub name: String,
     /// Self (exclusive) time of one execution, microseconds.
     pub runtime: Dist,
+    /// Slow change of the self time: multiplied by `1 + drift_per_step ·
+    /// step` (a normal trend, e.g. a growing data structure; not injected
+    /// anomalies).
+    #[serde(default)]
+    pub drift_per_step: f64,
     #[serde(default)]
     pub children: Vec<ChildSpec>,
     #[serde(default)]
@@ -192,6 +197,20 @@ pub struct Scenario {
     pub functions: Vec<FunctionSpec>,
     #[serde(rename = "anomaly", default)]
     pub anomalies: Vec<AnomalySpec>,
+    /// Ranks that are normally slower (heterogeneous nodes): not anomalies.
+    #[serde(rename = "slowdown", default)]
+    pub slowdowns: Vec<SlowdownSpec>,
+}
+
+/// Ranks whose self times are `factor` times longer, for all functions or
+/// the ones listed: their normal behaviour, not injected anomalies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowdownSpec {
+    pub ranks: Vec<u64>,
+    pub factor: f64,
+    #[serde(default)]
+    pub functions: Option<Vec<String>>,
 }
 
 /// A step with more events than usual.
