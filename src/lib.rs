@@ -5,6 +5,7 @@ pub mod collectives;
 pub mod detect;
 pub mod dump;
 pub mod events;
+pub mod fuzzing;
 pub mod output;
 pub mod run;
 pub mod synth;

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use crate::collectives::NameKey;
 use crate::events::{CounterRole, IndexMap};
 use crate::trace::format::{Attribute, EventKind};
+use crate::trace::tau::MAX_NAME_INDEX;
 
 /// Program value used to mark counter names in the shared agreement list.
 pub const COUNTER_MARK: u32 = u32::MAX;
@@ -106,10 +107,12 @@ impl GlobalNames {
     /// Updates a stream's local -> global map from its new attributes.
     pub fn update_map(&self, program: u32, attrs: &[Attribute], map: &mut IndexMap) {
         fn set<T: Clone + Default>(v: &mut Vec<T>, i: u64, x: T) {
-            let Ok(i) = usize::try_from(i) else { return };
-            if i >= 1 << 24 {
+            // The reader rejects larger indices; sizing the map by them
+            // would cost what the reader saved.
+            if i >= MAX_NAME_INDEX {
                 return;
             }
+            let i = i as usize;
             if v.len() <= i {
                 v.resize(i + 1, T::default());
             }

@@ -20,8 +20,13 @@ pub const MAX_PROGRAM: u64 = 1 << 16;
 pub const MAX_THREAD: u64 = 1 << 20;
 /// Largest plausible rank when the stream name does not tell the rank.
 pub const MAX_RANK: u64 = 1 << 24;
-/// Largest name index accepted in a `timer <i>` / `counter <i>` attribute.
-pub const MAX_NAME_INDEX: u64 = 1 << 24;
+/// Name indices accepted in `timer <i>` / `counter <i>` / `event_type <i>`
+/// attributes are below this. TAU numbers them densely from 0 in order of
+/// first use, so a million is far beyond any real process. The bound is
+/// also what one bad attribute can cost: names are stored by index, so an
+/// index `i` sizes the stream's tables to `i` entries (at 2^24, one
+/// attribute cost ~0.5 GB per stream and 0.7 s per step).
+pub const MAX_NAME_INDEX: u64 = 1 << 20;
 
 /// An error that stops reading a stream.
 #[derive(Debug, thiserror::Error)]
@@ -287,17 +292,35 @@ impl LastTimestamp {
     }
 }
 
+/// Checks the steps of one stream in memory: keeps the dictionary of names
+/// the stream's attributes define, drops impossible rows, overrides the
+/// program column and puts each thread's rows in time order.
+///
+/// [`TauStreamReader`] runs every step it reads through one of these; it is
+/// public so that steps built in memory (tests, the fuzz target) get exactly
+/// the same treatment without an ADIOS2 stream.
+#[derive(Debug)]
+pub struct StepValidator {
+    /// Value written into the program column of every kept row.
+    program_idx: u64,
+    /// Rank every row must carry (`None`: any rank below [`MAX_RANK`]).
+    expected_rank: Option<u64>,
+    dict: Dictionary,
+    /// Lookup tables of `dict`; rebuilt only after the dictionary changed,
+    /// so a step costs time in its rows, not in the number of names.
+    check: Option<RowCheck>,
+    /// Last timestamp of each thread in earlier steps, per row kind.
+    last_ts: [LastTimestamp; 3],
+}
+
 /// Reads one TAU stream step by step.
 pub struct TauStreamReader {
     reader: StreamReader,
     opts: TauReaderOptions,
     stream: String,
-    expected_rank: Option<u64>,
-    dict: Dictionary,
+    validator: StepValidator,
     seen_attributes: HashSet<String>,
     steps_read: usize,
-    /// Last timestamp of each thread in earlier steps, per row kind.
-    last_ts: [LastTimestamp; 3],
     /// Row buffers handed back with [`TauStreamReader::recycle`].
     spare: RowBuffers,
 }
@@ -318,12 +341,10 @@ impl TauStreamReader {
         Ok(TauStreamReader {
             reader,
             stream: path.display().to_string(),
-            expected_rank,
+            validator: StepValidator::new(opts.program_idx, expected_rank),
             opts,
-            dict: Dictionary::default(),
             seen_attributes: HashSet::new(),
             steps_read: 0,
-            last_ts: Default::default(),
             spare: RowBuffers::default(),
         })
     }
@@ -338,7 +359,7 @@ impl TauStreamReader {
 
     /// Names known so far.
     pub fn dictionary(&self) -> &Dictionary {
-        &self.dict
+        self.validator.dictionary()
     }
 
     /// Number of attributes seen so far.
@@ -381,7 +402,7 @@ impl TauStreamReader {
         let end = self.reader.end_step().map_err(|e| self.ctx(e));
         let mut step = step?;
         end?;
-        self.validate(&mut step);
+        self.validator.accept(&mut step);
         if self.opts.report_issues && !step.issues.is_empty() {
             eprintln!("warning: {}", step.issues.summary(&self.stream, step.step));
         }
@@ -504,26 +525,61 @@ impl TauStreamReader {
                 Some(AttrValue::Other(v)) => v,
                 None => continue,
             };
-            let attr = parse_attribute(&key, &value);
-            self.apply_attribute(&attr, &mut step.issues);
+            // Applied to the dictionary by `StepValidator::accept`.
+            step.new_attributes.push(parse_attribute(&key, &value));
             self.seen_attributes.insert(key);
-            step.new_attributes.push(attr);
         }
         Ok(())
     }
+}
 
-    fn apply_attribute(&mut self, attr: &Attribute, issues: &mut StepIssues) {
+impl StepValidator {
+    /// A validator for a stream whose rows get program `program_idx` and
+    /// must carry rank `expected_rank` (any plausible rank when `None`).
+    pub fn new(program_idx: u64, expected_rank: Option<u64>) -> Self {
+        StepValidator {
+            program_idx,
+            expected_rank,
+            dict: Dictionary::default(),
+            check: None,
+            last_ts: Default::default(),
+        }
+    }
+
+    /// Names known so far.
+    pub fn dictionary(&self) -> &Dictionary {
+        &self.dict
+    }
+
+    /// Everything the reader does to a step once its data are in memory:
+    /// applies `step.new_attributes` to the dictionary (malformed ones are
+    /// counted), then drops impossible rows and orders each thread's rows
+    /// (see [`StepValidator::validate`]). Issues go to `step.issues`.
+    pub fn accept(&mut self, step: &mut TauStep) {
+        for attr in &step.new_attributes {
+            self.apply_attribute(attr, &mut step.issues);
+        }
+        self.validate(step);
+    }
+
+    /// Records one attribute in the dictionary, or counts it as malformed.
+    pub fn apply_attribute(&mut self, attr: &Attribute, issues: &mut StepIssues) {
         let too_big = |i: u64| i >= MAX_NAME_INDEX;
         match attr {
             Attribute::Function { index, name } if !too_big(*index) => {
+                self.check = None;
                 set_at(&mut self.dict.functions, *index, name.clone())
             }
             Attribute::Counter { index, name } if !too_big(*index) => {
+                self.check = None;
                 set_at(&mut self.dict.counters, *index, name.clone())
             }
             Attribute::EventType { index, name } if !too_big(*index) => {
                 match EventKind::from_name(name) {
-                    Some(kind) => set_at(&mut self.dict.event_types, *index, kind),
+                    Some(kind) => {
+                        self.check = None;
+                        set_at(&mut self.dict.event_types, *index, kind)
+                    }
                     None => issues.record(IssueKind::MalformedAttribute, || {
                         format!("event_type {index} = {name:?} is not ENTRY/EXIT/SEND/RECV")
                     }),
@@ -541,10 +597,15 @@ impl TauStreamReader {
         }
     }
 
-    /// Drops impossible rows, overrides the program column and sorts threads
-    /// whose rows are out of time order.
-    fn validate(&mut self, step: &mut TauStep) {
-        let check = RowCheck::new(self.opts.program_idx, self.expected_rank, &self.dict);
+    /// Drops impossible rows (checked against the dictionary as it is now),
+    /// overrides the program column and sorts threads whose rows are out of
+    /// time order; counts rows older than their thread's rows of earlier
+    /// steps.
+    pub fn validate(&mut self, step: &mut TauStep) {
+        let (program_idx, expected_rank, dict) = (self.program_idx, self.expected_rank, &self.dict);
+        let check = self
+            .check
+            .get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict));
         let issues = &mut step.issues;
         validate_rows(&mut step.funcs, "event_timestamps", issues, |row| {
             check.func(row)
@@ -587,6 +648,7 @@ const ET_COMM: u8 = 2;
 
 /// Validation rules with the dictionary flattened into lookup tables, so that
 /// checking a row is a handful of compares (the reader is memcpy-class).
+#[derive(Debug)]
 struct RowCheck {
     program_idx: u64,
     expected_rank: Option<u64>,
