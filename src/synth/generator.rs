@@ -381,7 +381,7 @@ impl<'a> RankGenerator<'a> {
                 && sd
                     .functions
                     .as_ref()
-                    .is_none_or(|fs| fs.iter().any(|n| *n == spec.name));
+                    .is_none_or(|fs| fs.contains(&spec.name));
             if here {
                 x *= sd.factor.max(0.0);
             }
