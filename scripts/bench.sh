@@ -123,7 +123,7 @@ if [ "$WHAT" = quality ] || [ "$WHAT" = all ]; then
   row() { # summary, data name, algorithm
     echo "| $2 | $3 | $(field "$1" "' | '.join(str(d['truth'][k]) for k in ('injected','true_positives','false_positives','false_negatives'))") | $(field "$1" "'%.4f | %.4f | %.4f' % (d['truth']['precision'], d['truth']['recall'], 2*d['truth']['precision']*d['truth']['recall']/max(d['truth']['precision']+d['truth']['recall'],1e-300))") |"
   }
-  for scen in unimodal multimodal bursty demo; do
+  for scen in unimodal multimodal bursty demo large; do
     dir="$OUT/quality-$scen"
     rm -rf "$dir"
     "$BIN" synth "scenarios/$scen.toml" --out "$dir" >/dev/null

@@ -259,6 +259,7 @@ pub fn payload_bytes_per_function(groups: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detect::binned::testing;
     use crate::detect::hbos::Hbos;
     use crate::detect::modal::{Modal, ModalParams};
     use crate::detect::reduce_step;
@@ -281,6 +282,37 @@ mod tests {
         assert_eq!(payload_bytes_per_function(0), 288);
         assert_eq!(d.count(0), 3);
         assert_eq!(d.model_json(0)["fine_histogram"]["groups_merged"], 2);
+    }
+
+    #[test]
+    fn any_split_over_ranks_and_steps_gives_the_same_histograms() {
+        // The merged model (fine histogram) and the labelling histogram
+        // derived from it do not depend on how the data were cut into steps
+        // or ranks; only the ratchet (a max over the steps' thresholds) does.
+        let data: Vec<(u32, u64)> = (0..6000u64)
+            .map(|i| {
+                (
+                    (i % 2) as u32,
+                    50 + (i * 7919) % 400 + (i % 301 == 0) as u64 * 5000,
+                )
+            })
+            .collect();
+        let make = || Box::new(Hbos::with_params(Default::default(), 2)) as Box<dyn Detector>;
+        let one = testing::run_split(&make, 2, std::slice::from_ref(&data), 1, &|_, _| 0);
+        let steps: Vec<Vec<(u32, u64)>> = data.chunks(1000).map(|c| c.to_vec()).collect();
+        let many = testing::run_split(&make, 2, &steps, 3, &|s, i| s + i);
+        for f in 0..2 {
+            let (a, b) = (one.model_json(f), many.model_json(f));
+            assert_eq!(
+                a["fine_histogram"]["buckets"],
+                b["fine_histogram"]["buckets"]
+            );
+            assert_eq!(a["histogram"], b["histogram"]);
+            assert_eq!(a["count"], b["count"]);
+            assert!(
+                b["internal_global_threshold"].as_f64() >= a["internal_global_threshold"].as_f64()
+            );
+        }
     }
 
     #[test]
