@@ -15,7 +15,7 @@ APT_PACKAGES=(
   libhdf5-openmpi-dev hdf5-tools
   libclang-dev clang
   python3 python3-venv python3-pip
-  shellcheck
+  shellcheck fonts-dejavu-core
 )
 
 as_root() {

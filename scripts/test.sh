@@ -19,4 +19,6 @@ cargo test --workspace --quiet 2>&1
 echo "[test] Python tests (independent readers: adios2, h5py)"
 cargo build --quiet
 "$PYTHON" -m pytest -q tests/python
+echo "[test] benchmark smoke test (small sizes; detection quality bars, no timing)"
+bash scripts/bench.sh --quick
 echo "[test] all tests passed"

@@ -35,6 +35,7 @@ pub struct Collectives {
     /// Bytes this rank has contributed to collectives so far (for the
     /// traffic numbers of the run summary and the benchmarks).
     sent: std::cell::Cell<u64>,
+    calls: std::cell::Cell<u64>,
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
 }
@@ -63,6 +64,7 @@ impl Collectives {
             appnum,
             world_size,
             sent: std::cell::Cell::new(0),
+            calls: std::cell::Cell::new(0),
             _universe: universe,
         })
     }
@@ -72,8 +74,14 @@ impl Collectives {
         self.sent.get()
     }
 
+    /// Collective calls made so far.
+    pub fn calls_made(&self) -> u64 {
+        self.calls.get()
+    }
+
     fn count(&self, bytes: usize) {
         self.sent.set(self.sent.get() + bytes as u64);
+        self.calls.set(self.calls.get() + 1);
     }
 
     /// `MPI_APPNUM` (MPMD launches), if set.

@@ -30,9 +30,10 @@ use hdf5::{Dataset, H5Type};
 
 use crate::collectives::Collectives;
 
-/// Rows per chunk of an appendable table: large enough for efficient I/O,
-/// small enough that tiny tables stay small.
-const CHUNK_ROWS: usize = 1024;
+/// Bytes per chunk of an appendable table: large enough for efficient I/O,
+/// small enough that the many small tables of a short run stay small
+/// (a chunk is allocated whole as soon as one row lands in it).
+const CHUNK_BYTES: usize = 64 << 10;
 
 /// An attribute value of the root group.
 #[derive(Debug, Clone)]
@@ -112,7 +113,7 @@ impl ProvenanceFile {
         let ds = self
             .file
             .new_dataset::<T>()
-            .chunk(CHUNK_ROWS)
+            .chunk((CHUNK_BYTES / std::mem::size_of::<T>().max(1)).max(16))
             .fill_time(FillTime::Never)
             .shape(0..)
             .create(name)

@@ -42,6 +42,7 @@ pub struct Provenance {
     pub metadata: Vec<MetadataRow>,
     pub steps: Vec<StepRow>,
     pub streams: Vec<StreamRow>,
+    pub ad_perf: Vec<PerfRow>,
 }
 
 fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
@@ -98,6 +99,7 @@ impl Provenance {
             metadata: table(&f, "metadata")?,
             steps: table(&f, "steps")?,
             streams: table(&f, "streams")?,
+            ad_perf: table(&f, "ad_perf")?,
         })
     }
 

@@ -342,6 +342,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // Bytes this rank sent in the agreement, the model reduction and the
     // status exchange.
     let mut traffic = [0u64; 3];
+    let calls_before = coll.calls_made();
     let mut pending: Vec<(u64, Execution)> = Vec::new();
     let mut failure: Option<String> = None;
     let mut issues_total = EventIssues::default();
@@ -693,6 +694,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             e.exclusive
         }
     };
+    let calls_in_steps = coll.calls_made() - calls_before;
     let mut end_failure: Option<String> = None;
     for (done_step, e) in std::mem::take(&mut pending) {
         let verdict = detector.label(e.function, value(&e));
@@ -738,6 +740,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     }
     let ended_at = coll.allreduce_max(&[unix_seconds()])[0];
     if let Some(mut w) = prov.take() {
+        let t = Instant::now();
         w.stream_rows = streams.iter().map(|s| s.row()).collect();
         let attrs = run_attrs.at_end(steps_done, true, ended_at);
         if let Err(err) = w.finish(
@@ -750,6 +753,8 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         ) {
             end_failure.get_or_insert(format!("{err:#}"));
         }
+        // The last append and the re-evaluation count as writing.
+        timings.add(Phase::Write, t.elapsed());
     }
     let failed = coll.allreduce_sum(&[end_failure.is_some() as u64])[0];
     if failed > 0 {
@@ -785,6 +790,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let phase_max = timings.reduce_max(coll);
     let peak_rss_kb = coll.allreduce_max(&[crate::tuning::peak_rss_kb()])[0];
     let traffic = coll.allreduce_max(&traffic);
+    let calls_per_step = calls_in_steps as f64 / steps_done.max(1) as f64;
     if rank == 0 {
         let summary = RunSummary {
             ad_ranks: size,
@@ -806,6 +812,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             truth: truth_counts,
             provenance: prov_path.as_ref().map(|p| p.display().to_string()),
             collective_bytes_per_step: report::CollectiveBytes::per_step(&traffic, steps_done),
+            collective_calls_per_step: calls_per_step,
         };
         report::print_summary(
             &summary,

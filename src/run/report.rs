@@ -405,6 +405,8 @@ pub struct RunSummary {
     /// Bytes per step one AD rank contributes to each collective phase
     /// (largest rank).
     pub collective_bytes_per_step: CollectiveBytes,
+    /// Collective calls per step (agreement, reduction, status, outputs).
+    pub collective_calls_per_step: f64,
 }
 
 /// Collective payload per step of one rank.
