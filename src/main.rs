@@ -146,7 +146,13 @@ fn command_line() -> anyhow::Result<(Vec<std::ffi::OsString>, Vec<settings::Sett
 }
 
 fn main() -> ExitCode {
-    chimbuko_mpi::tuning::tune_allocator();
+    use chimbuko_mpi::tuning::{tune_allocator, AllocatorProfile};
+    let is_run = std::env::args_os().nth(1).is_some_and(|a| a == "run");
+    tune_allocator(if is_run {
+        AllocatorProfile::Resident
+    } else {
+        AllocatorProfile::Throughput
+    });
     let (argv, effective) = match command_line() {
         Ok(x) => x,
         Err(e) => {

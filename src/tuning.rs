@@ -1,5 +1,12 @@
 //! Process-wide tuning applied at start-up.
 
+/// What the allocator settings favour (see [`tune_allocator`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocatorProfile {
+    Throughput,
+    Resident,
+}
+
 /// Keeps large buffers in the heap instead of mapping and unmapping them.
 ///
 /// ADIOS2 allocates and frees buffers of the step's size every step (tens of
@@ -9,20 +16,29 @@
 /// reuse those pages. The retained memory is bounded by the largest step.
 /// Users who set `MALLOC_MMAP_THRESHOLD_` / `MALLOC_TRIM_THRESHOLD_`
 /// themselves keep their values.
-pub fn tune_allocator() {
+///
+/// Two settings, because speed and resident size pull apart:
+/// - [`AllocatorProfile::Throughput`] (256 MiB, for `dump` and `synth`):
+///   one stream read as fast as possible (35 vs 19 M rows/s for 10^6-row
+///   steps);
+/// - [`AllocatorProfile::Resident`] (16 MiB, for `run`): buffers up to a few
+///   MiB stay in the heap and are reused, only step-sized ones are mapped
+///   and unmapped, which keeps the peak resident size near what is live
+///   (the 256 MiB setting cost ~50 MB of peak RSS at 500k events per step)
+///   while the end-to-end rate of `run`, whose streams are read on threads
+///   of their own beside the analysis, is the same within noise.
+pub fn tune_allocator(profile: AllocatorProfile) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // 16 MiB: buffers up to a few MiB (ADIOS2's per-chunk staging, our
-        // per-step vectors while they grow) stay in the heap and are
-        // reused; only step-sized ones above it are mapped and unmapped,
-        // which keeps the peak resident size near what is live (256 MiB
-        // here cost ~50 MB of peak RSS at 500k events per step).
-        const MMAP_THRESHOLD: libc::c_int = 16 << 20;
+        let mmap_threshold: libc::c_int = match profile {
+            AllocatorProfile::Throughput => 256 << 20,
+            AllocatorProfile::Resident => 16 << 20,
+        };
         const TRIM_THRESHOLD: libc::c_int = 512 << 20;
         if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
             // SAFETY: mallopt only changes allocator parameters; called before
             // any other thread exists.
-            unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+            unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold) };
         }
         if std::env::var_os("MALLOC_TRIM_THRESHOLD_").is_none() {
             // SAFETY: as above.

@@ -205,6 +205,12 @@ pub struct RunArgs {
     /// Steps between live statistics packets.
     #[arg(long, default_value_t = 1)]
     pub stats_every: u64,
+    /// Read each stream's next step while the current one is analysed.
+    /// Pays off when the AD rank has cores to spare for its streams'
+    /// threads (not on a 2-core machine); holds one more step of rows per
+    /// stream in memory.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub prefetch: bool,
     /// After SIGTERM/SIGINT the AD ranks stop together at the end of the
     /// step and write what they have; a rank that cannot finish within
     /// this many seconds (a peer is gone) exits anyway.
@@ -385,6 +391,11 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 if let Some(st) = s.wait_step(args, step) {
                     rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
                     tau_steps.push((i, st));
+                    if args.prefetch {
+                        // The stream's thread reads the next step while
+                        // this one is analysed.
+                        s.request_step();
+                    }
                 }
             }
         }
