@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use hdf5::dataset::FillTime;
+use hdf5::file::MetadataCacheConfig;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, H5Type};
 
@@ -71,8 +72,21 @@ impl ProvenanceFile {
             bail!("{}", String::from_utf8_lossy(&problem));
         }
         let comm = coll.raw_comm();
+        // HDF5's metadata cache grows adaptively up to 32 MiB as the tables
+        // grow; 4 MiB holds what our appends touch, so memory stays flat
+        // over long runs.
+        let mdc = MetadataCacheConfig {
+            max_size: 4 << 20,
+            min_size: 1 << 20,
+            initial_size: 2 << 20,
+            ..Default::default()
+        };
         let file = hdf5::File::with_options()
-            .with_fapl(|p| p.mpio(comm, None).all_coll_metadata_ops(true))
+            .with_fapl(|p| {
+                p.mpio(comm, None)
+                    .all_coll_metadata_ops(true)
+                    .mdc_config(&mdc)
+            })
             .create(path)
             .with_context(|| format!("creating provenance file {}", path.display()))?;
         Ok(ProvenanceFile {
