@@ -16,7 +16,7 @@ use super::binned::{BinnedDetector, Kernel};
 use super::fine::{FineHist, StepDelta};
 use super::hbos::{initial_global_threshold, ALPHA};
 use super::histogram::{sign, BinPos, BinWidth, Histogram};
-use super::{Label, ModelSnapshot, Verdict};
+use super::{ModelSnapshot, Verdict};
 
 #[derive(Debug, Clone)]
 pub struct CopodParams {
@@ -158,15 +158,7 @@ impl CopodModel {
     }
 
     pub fn judge(&self, x: f64) -> Verdict {
-        let score = self.score(x);
-        Verdict {
-            label: if score >= self.global_threshold {
-                Label::Anomaly
-            } else {
-                Label::Normal
-            },
-            score,
-        }
+        Verdict::by_threshold(self.score(x), self.global_threshold)
     }
 }
 
@@ -239,7 +231,7 @@ impl Kernel for CopodKernel {
 mod tests {
     use super::*;
     use crate::detect::binned::testing;
-    use crate::detect::Detector;
+    use crate::detect::{Detector, Label};
 
     fn example() -> CopodModel {
         let h = Histogram::from_parts(vec![2, 8, 1, 0, 0, 2], 101.0, 700.0, 100.0, 100.0).unwrap();

@@ -16,7 +16,7 @@
 use super::binned::{BinnedDetector, Kernel};
 use super::fine::{FineHist, StepDelta};
 use super::histogram::{BinPos, BinWidth, Histogram};
-use super::{Label, ModelSnapshot, Verdict};
+use super::{ModelSnapshot, Verdict};
 
 /// Chimbuko's α: keeps `log2` finite for empty bins.
 pub const ALPHA: f64 = 78.88e-32;
@@ -120,15 +120,7 @@ impl HbosModel {
     }
 
     pub fn judge(&self, x: f64) -> Verdict {
-        let score = self.score(x);
-        Verdict {
-            label: if score >= self.global_threshold {
-                Label::Anomaly
-            } else {
-                Label::Normal
-            },
-            score,
-        }
+        Verdict::by_threshold(self.score(x), self.global_threshold)
     }
 }
 
@@ -202,7 +194,7 @@ impl Kernel for HbosKernel {
 mod tests {
     use super::*;
     use crate::detect::binned::testing;
-    use crate::detect::Detector;
+    use crate::detect::{Detector, Label};
 
     fn example() -> Histogram {
         Histogram::from_parts(vec![2, 8, 1, 0, 0, 2], 101.0, 700.0, 100.0, 100.0).unwrap()

@@ -115,6 +115,18 @@ pub struct Verdict {
     pub score: f64,
 }
 
+impl Verdict {
+    /// Anomaly when `score` reaches `threshold` (the score-based detectors).
+    pub fn by_threshold(score: f64, threshold: f64) -> Self {
+        let label = if score >= threshold {
+            Label::Anomaly
+        } else {
+            Label::Normal
+        };
+        Verdict { label, score }
+    }
+}
+
 /// What every detector implements.
 pub trait Detector: Send {
     /// Name as given to `--algorithm`.

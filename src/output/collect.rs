@@ -359,11 +359,15 @@ impl StreamProvenance {
         let e = &execs[i];
         let v = ctx.verdicts[i];
         let rec_index = out.records.len() as u64;
-        let stack_start = out.call_stack.len() as u64;
+        let step = StepOfRecord {
+            io_step: ctx.step,
+            io_step_tstart: ctx.events.first_ts.unwrap_or(0),
+            io_step_tend: ctx.events.last_ts.unwrap_or(0),
+            labelled_step: ctx.step,
+        };
+        let mut record = self.open_record(e, v, ctx.names, step, out);
         self.push_call_stack(ctx, e, rec_index, 0, &mut out.call_stack);
-        let stack_len = (out.call_stack.len() as u64 - stack_start) as u32;
 
-        let counters_start = out.counter_events.len() as u64;
         out.counter_events
             .extend(ctx.events.counters_of(e).iter().map(|c| CounterEventRow {
                 record: rec_index,
@@ -375,8 +379,6 @@ impl StreamProvenance {
                 ts: c.ts,
             }));
 
-        let window_start = out.exec_window.len() as u64;
-        let comm_start = out.comm_window.len() as u64;
         for (offset, w) in self.window(ctx, i) {
             out.exec_window.push(ExecWindowRow {
                 record: rec_index,
@@ -393,7 +395,6 @@ impl StreamProvenance {
             }
         }
 
-        let gpu_loc_start = out.gpu_location.len() as u64;
         if e.is_gpu {
             if let Some(loc) = ctx.stream.gpu_location(e.thread) {
                 let s = |v: &Option<String>| fixed(v.as_deref().unwrap_or(""));
@@ -406,62 +407,15 @@ impl StreamProvenance {
                 });
             }
         }
-        let gpu_parent_start = out.gpu_parent.len() as u64;
         if e.is_gpu {
             let host = ctx.events.gpu_partner_of(i);
             let row = self.gpu_parent(ctx, host, rec_index, &mut out.call_stack);
             out.gpu_parent.push(row);
         }
 
-        let node_start = out.node_state.len() as u64;
         self.push_node_state(ctx, e.exit, rec_index, &mut out.node_state);
-
-        out.records.push(ExecRecord {
-            event_id: id_str(&e.id),
-            event_rank: e.id.rank,
-            event_step: e.id.step,
-            event_idx: e.id.idx,
-            pid: e.program,
-            rid: e.rank(),
-            tid: e.thread,
-            fid: e.function,
-            func: fixed(ctx.names.functions.name(e.function)),
-            entry: e.entry,
-            exit: e.exit,
-            runtime_total: e.inclusive,
-            runtime_exclusive: e.exclusive,
-            io_step: ctx.step,
-            io_step_tstart: ctx.events.first_ts.unwrap_or(0),
-            io_step_tend: ctx.events.last_ts.unwrap_or(0),
-            labelled_step: ctx.step,
-            label: label_code(v.label),
-            outlier_score: v.score,
-            outlier_severity: e.exclusive as f64,
-            final_label: label_code(v.label),
-            final_score: v.score,
-            is_gpu_event: e.is_gpu as u8,
-            hostname: fixed(&self.hostname),
-            parent_event_id: parent_str(e.parent()),
-            depth: e.depth,
-            n_children: e.n_children,
-            // The function index until the writer maps it to a model row.
-            model_row: e.function as u64,
-            dropped_attachments: e.dropped_attachments(),
-            call_stack_start: stack_start,
-            call_stack_len: stack_len,
-            counter_events_start: counters_start,
-            counter_events_len: (out.counter_events.len() as u64 - counters_start) as u32,
-            exec_window_start: window_start,
-            exec_window_len: (out.exec_window.len() as u64 - window_start) as u32,
-            comm_window_start: comm_start,
-            comm_window_len: (out.comm_window.len() as u64 - comm_start) as u32,
-            gpu_location_start: gpu_loc_start,
-            gpu_location_len: (out.gpu_location.len() as u64 - gpu_loc_start) as u32,
-            gpu_parent_start,
-            gpu_parent_len: (out.gpu_parent.len() as u64 - gpu_parent_start) as u32,
-            node_state_start: node_start,
-            node_state_len: (out.node_state.len() as u64 - node_start) as u32,
-        });
+        close_record_links(&mut record, out);
+        out.records.push(record);
     }
 
     /// The execution, then its parents: completed this step, or still open.
@@ -723,7 +677,13 @@ impl StreamProvenance {
         out: &mut Collection,
     ) {
         let rec_index = out.records.len() as u64;
-        let stack_start = out.call_stack.len() as u64;
+        let step = StepOfRecord {
+            io_step: exit_step,
+            io_step_tstart: 0,
+            io_step_tend: 0,
+            labelled_step,
+        };
+        let mut record = self.open_record(e, v, names, step, out);
         out.call_stack.push(CallStackRow {
             record: rec_index,
             of_gpu_parent: 0,
@@ -734,7 +694,22 @@ impl StreamProvenance {
             event_id: id_str(&e.id),
             is_anomaly: (v.label == Label::Anomaly) as u8,
         });
-        out.records.push(ExecRecord {
+        close_record_links(&mut record, out);
+        out.records.push(record);
+    }
+
+    /// The record of `e` with every link table starting at its current end
+    /// and empty; [`close_record_links`] sets the lengths once the rows of
+    /// the record are pushed.
+    fn open_record(
+        &self,
+        e: &Execution,
+        v: Verdict,
+        names: &GlobalNames,
+        step: StepOfRecord,
+        out: &Collection,
+    ) -> ExecRecord {
+        ExecRecord {
             event_id: id_str(&e.id),
             event_rank: e.id.rank,
             event_step: e.id.step,
@@ -748,10 +723,10 @@ impl StreamProvenance {
             exit: e.exit,
             runtime_total: e.inclusive,
             runtime_exclusive: e.exclusive,
-            io_step: exit_step,
-            io_step_tstart: 0,
-            io_step_tend: 0,
-            labelled_step,
+            io_step: step.io_step,
+            io_step_tstart: step.io_step_tstart,
+            io_step_tend: step.io_step_tend,
+            labelled_step: step.labelled_step,
             label: label_code(v.label),
             outlier_score: v.score,
             outlier_severity: e.exclusive as f64,
@@ -762,10 +737,11 @@ impl StreamProvenance {
             parent_event_id: parent_str(e.parent()),
             depth: e.depth,
             n_children: e.n_children,
+            // The function index until the writer maps it to a model row.
             model_row: e.function as u64,
             dropped_attachments: e.dropped_attachments(),
-            call_stack_start: stack_start,
-            call_stack_len: 1,
+            call_stack_start: out.call_stack.len() as u64,
+            call_stack_len: 0,
             counter_events_start: out.counter_events.len() as u64,
             counter_events_len: 0,
             exec_window_start: out.exec_window.len() as u64,
@@ -778,7 +754,7 @@ impl StreamProvenance {
             gpu_parent_len: 0,
             node_state_start: out.node_state.len() as u64,
             node_state_len: 0,
-        });
+        }
     }
 
     pub fn program(&self) -> u32 {
@@ -826,4 +802,26 @@ fn comm_row(record: u64, e: &Execution, c: &CommEvent, owner: &ExecId) -> CommWi
         timestamp: c.ts,
         execdata_key: id_str(owner),
     }
+}
+
+/// Where in the I/O stream a record was seen and labelled.
+#[derive(Debug, Clone, Copy)]
+struct StepOfRecord {
+    io_step: u64,
+    io_step_tstart: u64,
+    io_step_tend: u64,
+    labelled_step: u64,
+}
+
+/// Sets each link length of `record` to the rows pushed since
+/// [`StreamProvenance::open_record`].
+fn close_record_links(record: &mut ExecRecord, out: &Collection) {
+    let len = |end: usize, start: u64| (end as u64 - start) as u32;
+    record.call_stack_len = len(out.call_stack.len(), record.call_stack_start);
+    record.counter_events_len = len(out.counter_events.len(), record.counter_events_start);
+    record.exec_window_len = len(out.exec_window.len(), record.exec_window_start);
+    record.comm_window_len = len(out.comm_window.len(), record.comm_window_start);
+    record.gpu_location_len = len(out.gpu_location.len(), record.gpu_location_start);
+    record.gpu_parent_len = len(out.gpu_parent.len(), record.gpu_parent_start);
+    record.node_state_len = len(out.node_state.len(), record.node_state_start);
 }
