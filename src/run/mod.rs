@@ -688,6 +688,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 global_rows as f64 / secs / 1e6
             );
         }
+        for s in streams.iter_mut().filter(|s| s.done()) {
+            s.release_step_buffers();
+        }
         if g[status::ACTIVE_STREAMS] == 0 {
             break;
         }

@@ -164,6 +164,16 @@ impl OwnedStream {
         self.stop(step, StreamState::Failed { message });
     }
 
+    /// Gives the step buffers (rows, executions, verdicts) back to the
+    /// allocator once the stream has nothing more to deliver: a rank whose
+    /// other streams go on, and the end-of-run write, then do not carry the
+    /// largest step's memory.
+    pub fn release_step_buffers(&mut self) {
+        self.spare = None;
+        self.out = StepEvents::default();
+        self.verdicts = Vec::new();
+    }
+
     /// Asks the stream's thread for the next step (all streams of the rank
     /// are asked first, then waited for: they are read in parallel).
     pub fn request_step(&mut self) {
