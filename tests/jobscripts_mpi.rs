@@ -45,10 +45,9 @@ fn run_script(script: &str, dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap()
 }
 
-#[test]
-fn mpmd_job_script_runs_the_in_situ_pipeline() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = run_script("mpirun-mpmd.sh", dir.path());
+/// What both mpirun job scripts must produce: 2 AD ranks on the demo's 4
+/// streams, all 4 steps, and the injected anomalies found.
+fn assert_in_situ_summary(s: &serde_json::Value) {
     assert_eq!(
         (s["ad_ranks"].as_u64(), s["streams"].as_u64()),
         (Some(2), Some(4))
@@ -62,17 +61,15 @@ fn mpmd_job_script_runs_the_in_situ_pipeline() {
 }
 
 #[test]
+fn mpmd_job_script_runs_the_in_situ_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_script("mpirun-mpmd.sh", dir.path());
+    assert_in_situ_summary(&s);
+}
+
+#[test]
 fn two_launch_job_script_runs_the_in_situ_pipeline() {
     let dir = tempfile::tempdir().unwrap();
     let s = run_script("mpirun-two-launches.sh", dir.path());
-    assert_eq!(
-        (s["ad_ranks"].as_u64(), s["streams"].as_u64()),
-        (Some(2), Some(4))
-    );
-    assert_eq!(s["steps"], 4);
-    assert!(
-        s["truth"]["recall"].as_f64().unwrap() > 0.9,
-        "{}",
-        s["truth"]
-    );
+    assert_in_situ_summary(&s);
 }

@@ -197,17 +197,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             .get(f)
             .map(|h| h.moments)
             .unwrap_or_default();
-        let mut s = ModelSnapshot {
-            count: m.n,
-            mean: m.mean(),
-            stddev: m.stddev(1),
-            skewness: m.skewness(),
-            kurtosis: m.kurtosis(),
-            minimum: if m.n > 0 { m.min } else { 0 },
-            maximum: if m.n > 0 { m.max } else { 0 },
-            threshold: self.threshold(function),
-            ..Default::default()
-        };
+        let mut s = ModelSnapshot::of_moments(&m, self.threshold(function));
         if let Some(model) = self.models.get(f) {
             self.kernel.snapshot(model, &mut s);
         }

@@ -189,6 +189,25 @@ pub struct ModelSnapshot {
     pub modes: Vec<ModeSnapshot>,
 }
 
+impl ModelSnapshot {
+    /// The statistics part of a snapshot from the global moments of a
+    /// function, with the detector's `threshold`; the histogram and mode
+    /// fields stay empty for the detector to fill in.
+    pub fn of_moments(m: &exact::ExactMoments, threshold: f64) -> Self {
+        ModelSnapshot {
+            count: m.n,
+            mean: m.mean(),
+            stddev: m.stddev(1),
+            skewness: m.skewness(),
+            kurtosis: m.kurtosis(),
+            minimum: if m.n > 0 { m.min } else { 0 },
+            maximum: if m.n > 0 { m.max } else { 0 },
+            threshold,
+            ..Default::default()
+        }
+    }
+}
+
 /// One normal runtime mode of the `modal` detector.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ModeSnapshot {

@@ -209,18 +209,7 @@ impl Detector for Sstd {
     }
 
     fn model_snapshot(&self, function: u32) -> ModelSnapshot {
-        let m = self.moments(function);
-        ModelSnapshot {
-            count: m.n,
-            mean: m.mean(),
-            stddev: m.stddev(1),
-            skewness: m.skewness(),
-            kurtosis: m.kurtosis(),
-            minimum: if m.n > 0 { m.min } else { 0 },
-            maximum: if m.n > 0 { m.max } else { 0 },
-            threshold: self.sigma(function),
-            ..Default::default()
-        }
+        ModelSnapshot::of_moments(&self.moments(function), self.sigma(function))
     }
 
     fn count(&self, function: u32) -> u64 {

@@ -140,6 +140,21 @@ pub struct StepContext<'a> {
     pub opts: &'a ProvenanceOptions,
 }
 
+/// Execution `j` of this step as a window entry (kept in a thread's
+/// history across steps).
+fn window_entry(ctx: &StepContext<'_>, j: usize) -> WindowEntry {
+    let x = &ctx.events.executions[j];
+    WindowEntry {
+        id: x.id,
+        fid: x.function,
+        entry: x.entry,
+        exit: x.exit,
+        parent: x.parent(),
+        is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
+        comms: ctx.events.comms_of(x).to_vec(),
+    }
+}
+
 fn id_str(id: &ExecId) -> EventIdStr {
     fixed(&id.to_string())
 }
@@ -476,18 +491,7 @@ impl StreamProvenance {
         let execs = &ctx.events.executions;
         let e = &execs[i];
         let thread = e.thread;
-        let entry_of = |j: usize| -> WindowEntry {
-            let x = &execs[j];
-            WindowEntry {
-                id: x.id,
-                fid: x.function,
-                entry: x.entry,
-                exit: x.exit,
-                parent: x.parent(),
-                is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
-                comms: ctx.events.comms_of(x).to_vec(),
-            }
-        };
+        let entry_of = |j: usize| window_entry(ctx, j);
         // Candidates: up to w same-thread neighbours on each side in this
         // step's entry order, the thread's history and its open calls.
         let mut cands: Vec<WindowEntry> = Vec::with_capacity(4 * w + 4);
@@ -644,18 +648,7 @@ impl StreamProvenance {
         }
         for (thread, top, _) in fresh {
             let h = self.history.entry(thread).or_default();
-            h.extend(top.into_iter().map(|j| {
-                let x = &execs[j];
-                WindowEntry {
-                    id: x.id,
-                    fid: x.function,
-                    entry: x.entry,
-                    exit: x.exit,
-                    parent: x.parent(),
-                    is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
-                    comms: ctx.events.comms_of(x).to_vec(),
-                }
-            }));
+            h.extend(top.into_iter().map(|j| window_entry(ctx, j)));
             h.sort_by_key(|c| c.id);
             h.dedup_by_key(|c| c.id);
             let extra = h.len().saturating_sub(w);

@@ -413,7 +413,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let agreed = coll.agree_names(&unknown);
         let new_functions = names.extend(agreed);
         for f in new_functions {
-            let (program, name) = &names.functions.keys[f as usize];
+            let (_, name) = &names.functions.keys[f as usize];
             if ignored.len() <= f as usize {
                 ignored.resize(f as usize + 1, false);
             }
@@ -421,7 +421,6 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             if let Some(th) = rules.threshold(name) {
                 detector.set_function_threshold(f, th);
             }
-            let _ = program;
         }
         detector.ensure_functions(names.functions.len());
         sink.totals.ensure(names.functions.len());
