@@ -78,7 +78,7 @@ fn summarise_step(step: &TauStep, reader: &TauStreamReader, keep_rows: bool) -> 
         rows.filter(|&t| kind(t) == Some(k)).count()
     };
     let entries = count_kind(
-        &mut step.funcs.iter().map(|r| r[FUNC_COL_EVENT_TYPE]),
+        &mut step.funcs.iter().map(|r| u64::from(r.event_type)),
         EventKind::Entry,
     );
     let sends = count_kind(
@@ -125,7 +125,7 @@ fn summarise_step(step: &TauStep, reader: &TauStreamReader, keep_rows: bool) -> 
             .map(|(k, n)| (k.name().to_owned(), *n))
             .collect(),
         rows: keep_rows.then(|| StepRows {
-            funcs: step.funcs.clone(),
+            funcs: step.func_rows(),
             comms: step.comms.clone(),
             counters: step.counters.clone(),
         }),

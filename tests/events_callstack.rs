@@ -71,7 +71,7 @@ fn tau(
 ) -> TauStep {
     TauStep {
         step,
-        funcs,
+        funcs: funcs.iter().map(FuncEvent::from_row).collect(),
         comms,
         counters,
         ..Default::default()

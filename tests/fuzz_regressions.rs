@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use chimbuko_mpi::fuzzing::{self, FuzzInput, FuzzStep, T0};
 use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::format::Attribute;
-use chimbuko_mpi::trace::tau::{IssueKind, StepValidator, TauStep, MAX_NAME_INDEX};
+use chimbuko_mpi::trace::tau::{IssueKind, RawStep, StepValidator, TauStep, MAX_NAME_INDEX};
 use common::*;
 
 const TARGETS: [&str; 2] = ["steps", "parse"];
@@ -81,7 +81,7 @@ fn a_huge_name_index_is_rejected_without_growing_the_dictionary() {
 
     let mut v = StepValidator::new(0, Some(1));
     for index in [(1 << 24) - 1, MAX_NAME_INDEX, u64::MAX] {
-        let mut step = TauStep {
+        let step = v.accept(RawStep {
             new_attributes: vec![
                 Attribute::Function {
                     index,
@@ -93,19 +93,17 @@ fn a_huge_name_index_is_rejected_without_growing_the_dictionary() {
                 },
             ],
             ..Default::default()
-        };
-        v.accept(&mut step);
+        });
         assert_eq!(step.issues.count(IssueKind::MalformedAttribute), 2);
     }
     assert!(v.dictionary().functions.is_empty() && v.dictionary().counters.is_empty());
-    let mut step = TauStep {
+    let step = v.accept(RawStep {
         new_attributes: vec![Attribute::Function {
             index: MAX_NAME_INDEX - 1,
             name: "f".into(),
         }],
         ..Default::default()
-    };
-    v.accept(&mut step);
+    });
     assert!(step.issues.is_empty());
     assert_eq!(v.dictionary().function(MAX_NAME_INDEX - 1), Some("f"));
 }
@@ -239,7 +237,7 @@ fn real_tau() -> FuzzInput {
     }
     for s in &steps[..2] {
         input.steps.push(FuzzStep {
-            funcs: s.funcs.iter().take(40).copied().collect(),
+            funcs: s.func_rows().into_iter().take(40).collect(),
             comms: s.comms.iter().take(4).copied().collect(),
             counters: s
                 .counters

@@ -98,9 +98,9 @@ fn check_crafted(engine: Engine) {
     );
     assert!(line.contains("event_timestamps row 6"), "{line}");
     // Kept rows: program overridden, thread 0 sorted by time, stable.
-    let ts: Vec<(u64, u64)> = s0.funcs.iter().map(|r| (r[2], r[5] - T0)).collect();
+    let ts: Vec<(u64, u64)> = s0.func_rows().iter().map(|r| (r[2], r[5] - T0)).collect();
     assert_eq!(ts, vec![(0, 10), (0, 20), (0, 30), (0, 40), (1, 25)]);
-    assert!(s0.funcs.iter().all(|r| r[0] == 2));
+    assert!(s0.func_rows().iter().all(|r| r[0] == 2));
     assert_eq!(s0.comms.len(), 1);
     assert_eq!(s0.counters.len(), 1);
 

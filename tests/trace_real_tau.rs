@@ -96,12 +96,13 @@ fn every_fixture_stream_matches_dump_txt() {
                         .funcs
                         .iter()
                         .filter(|row| {
-                            dict.event_type(row[FUNC_COL_EVENT_TYPE]) == Some(EventKind::Entry)
+                            dict.event_type(row.event_type.into()) == Some(EventKind::Entry)
                         })
                         .count();
                     // The program column is overridden with --program-idx.
+                    assert_eq!(s.program, opts_program(file));
                     assert!(s
-                        .funcs
+                        .func_rows()
                         .iter()
                         .all(|row| row[COL_PROGRAM] == opts_program(file)));
                     let (a, b) = s.time_range().unwrap();
@@ -173,13 +174,13 @@ fn monitoring_thread_is_thread_1_and_never_exits_its_pthread_timer() {
     let rows: Vec<_> = steps
         .iter()
         .flat_map(|s| s.funcs.iter())
-        .filter(|r| r[FUNC_COL_FUNCTION] == pthread)
+        .filter(|r| u64::from(r.function) == pthread)
         .collect();
     assert!(!rows.is_empty());
-    assert!(rows.iter().all(|r| r[COL_THREAD] == 1));
+    assert!(rows.iter().all(|r| r.thread == 1));
     assert!(rows
         .iter()
-        .all(|r| d.event_type(r[FUNC_COL_EVENT_TYPE]) == Some(EventKind::Entry)));
+        .all(|r| d.event_type(r.event_type.into()) == Some(EventKind::Entry)));
     // Monitoring counters come from thread 1.
     let monitoring: Vec<_> = steps
         .iter()

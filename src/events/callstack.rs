@@ -330,7 +330,7 @@ impl StreamEvents {
         let mut entry_ordinal = 0u64;
         let mut i = 0usize;
         while i < funcs.len() {
-            let thread = funcs[i][COL_THREAD];
+            let thread = u64::from(funcs[i].thread);
             let slot = slot_of(
                 &mut self.threads,
                 &mut self.dense_slot,
@@ -573,7 +573,7 @@ impl TsRange {
 #[allow(clippy::too_many_arguments)]
 fn replay_run(
     th: &mut ThreadState,
-    rows: &[FuncRow],
+    rows: &[FuncEvent],
     base: usize,
     entry_ordinal: &mut u64,
     tau: &TauStep,
@@ -586,14 +586,14 @@ fn replay_run(
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     let mut len = rows.len();
     for (k, row) in rows.iter().enumerate() {
-        if row[COL_THREAD] != th.thread {
+        if u64::from(row.thread) != th.thread {
             len = k;
             break;
         }
-        let ts = row[FUNC_COL_TIMESTAMP];
+        let ts = row.timestamp;
         lo = lo.min(ts);
         hi = hi.max(ts);
-        let code = lookup(codes, row[FUNC_COL_EVENT_TYPE], ET_UNKNOWN);
+        let code = lookup(codes, u64::from(row.event_type), ET_UNKNOWN);
         let is_exit = code == ET_EXIT;
         if code != ET_ENTRY && !is_exit {
             sink.out
@@ -602,7 +602,7 @@ fn replay_run(
                     format!(
                         "function row {} = {row:?}: event type {} is not ENTRY/EXIT",
                         base + k,
-                        row[FUNC_COL_EVENT_TYPE]
+                        row.event_type
                     )
                 });
             continue;
@@ -617,7 +617,7 @@ fn replay_run(
             attach_until(th, ts, is_exit, tau, map, sink);
         }
 
-        let local = row[FUNC_COL_FUNCTION];
+        let local = u64::from(row.function);
         let Some(function) = lookup(&map.functions, local, None) else {
             sink.out
                 .issues
@@ -703,7 +703,7 @@ fn close_deeper(
     th: &mut ThreadState,
     function: u32,
     ts: u64,
-    row: &FuncRow,
+    row: &FuncEvent,
     row_idx: usize,
     sink: &mut Sink<'_>,
 ) {

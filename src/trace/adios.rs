@@ -501,8 +501,71 @@ impl StreamReader {
         out: &mut Vec<[u64; W]>,
     ) -> Result<bool> {
         out.clear();
-        let Some(var) = self.variable(name)? else {
+        let Some(var) = self.row_array::<W>(name, n)? else {
             return Ok(false);
+        };
+        out.reserve(n);
+        // Read in chunks: the engine stages each read in a buffer of the
+        // read's size, so chunking bounds that extra copy to a few MiB
+        // instead of a second copy of the whole step.
+        let mut done = 0usize;
+        while done < n {
+            let rows = (n - done).min(READ_CHUNK_ROWS);
+            // SAFETY: `out` has capacity for n rows, so rows done..done+rows
+            // fit; they are marked initialised only after the get filled them.
+            unsafe {
+                self.get_rows::<W>(var, name, done, rows, out.as_mut_ptr().add(done))?;
+                out.set_len(done + rows);
+            }
+            done += rows;
+        }
+        Ok(true)
+    }
+
+    /// Reads rows `0..n` of a 2-D `uint64` variable `[N, W]` a chunk of at
+    /// most `chunk_rows` rows at a time through `scratch`, handing each chunk
+    /// and the index of its first row to `each`. For callers that keep a
+    /// reduced form of the rows: the step's rows are never all in memory at
+    /// their full width. Returns `false` if the variable is absent.
+    pub fn read_rows_chunked<const W: usize>(
+        &mut self,
+        name: &str,
+        n: usize,
+        chunk_rows: usize,
+        scratch: &mut Vec<[u64; W]>,
+        mut each: impl FnMut(&[[u64; W]], usize),
+    ) -> Result<bool> {
+        let Some(var) = self.row_array::<W>(name, n)? else {
+            return Ok(false);
+        };
+        let chunk_rows = chunk_rows.max(1);
+        scratch.clear();
+        scratch.reserve(n.min(chunk_rows));
+        let mut done = 0usize;
+        while done < n {
+            let rows = (n - done).min(chunk_rows);
+            scratch.clear();
+            // SAFETY: `scratch` has capacity for min(n, chunk_rows) >= rows
+            // rows; they are marked initialised only after the get.
+            unsafe {
+                self.get_rows::<W>(var, name, done, rows, scratch.as_mut_ptr())?;
+                scratch.set_len(rows);
+            }
+            each(scratch, done);
+            done += rows;
+        }
+        Ok(true)
+    }
+
+    /// The variable `name` if it is a `uint64` array of shape `[>= n, W]`;
+    /// `None` if it is absent this step.
+    fn row_array<const W: usize>(
+        &mut self,
+        name: &str,
+        n: usize,
+    ) -> Result<Option<*mut sys::adios2_variable>> {
+        let Some(var) = self.variable(name)? else {
+            return Ok(None);
         };
         let t = self.variable_type(var, name)?;
         if !matches!(t, ScalarType::U64 | ScalarType::I64) {
@@ -518,44 +581,37 @@ impl StreamReader {
                 msg: format!("variable {name} has shape {shape:?}, expected [>= {n}, {W}]"),
             });
         }
-        if n == 0 {
-            return Ok(true);
-        }
-        out.reserve(n);
-        // Read in chunks: the engine stages each read in a buffer of the
-        // read's size, so chunking bounds that extra copy to a few MiB
-        // instead of a second copy of the whole step.
-        let mut done = 0usize;
-        while done < n {
-            let rows = (n - done).min(READ_CHUNK_ROWS);
-            let start = [done, 0usize];
-            let count = [rows, W];
-            let op = format!("adios2_set_selection({name})");
-            // SAFETY: var valid; start/count arrays of length 2 match ndims.
-            check(&self.path, &op, unsafe {
-                sys::adios2_set_selection(var, 2, start.as_ptr(), count.as_ptr())
-            })?;
-            let op = format!("adios2_get({name})");
-            // SAFETY: `out` has capacity for n rows of W contiguous u64
-            // ([u64; W] has no padding); rows done..done+rows are exactly the
-            // selection; the sync get completes before return, and only then
-            // are the rows marked initialised.
-            unsafe {
-                check(
-                    &self.path,
-                    &op,
-                    sys::adios2_get(
-                        self.engine,
-                        var,
-                        out.as_mut_ptr().add(done) as *mut c_void,
-                        sys::adios2_mode_sync,
-                    ),
-                )?;
-                out.set_len(done + rows);
-            }
-            done += rows;
-        }
-        Ok(true)
+        Ok(Some(var))
+    }
+
+    /// Reads rows `start..start + rows` of `var` into `dst` with a
+    /// synchronous get.
+    ///
+    /// # Safety
+    /// `var` comes from [`row_array`](Self::row_array) for this step with
+    /// `start + rows` within its shape, and `dst` is valid for writing
+    /// `rows` rows of `W` `u64` (`[u64; W]` has no padding).
+    unsafe fn get_rows<const W: usize>(
+        &mut self,
+        var: *mut sys::adios2_variable,
+        name: &str,
+        start: usize,
+        rows: usize,
+        dst: *mut [u64; W],
+    ) -> Result<()> {
+        let sel_start = [start, 0usize];
+        let count = [rows, W];
+        let op = format!("adios2_set_selection({name})");
+        // SAFETY: var valid; start/count arrays of length 2 match ndims.
+        check(&self.path, &op, unsafe {
+            sys::adios2_set_selection(var, 2, sel_start.as_ptr(), count.as_ptr())
+        })?;
+        let op = format!("adios2_get({name})");
+        // SAFETY: dst is valid for the selection (caller's contract); the
+        // sync get completes before return.
+        check(&self.path, &op, unsafe {
+            sys::adios2_get(self.engine, var, dst as *mut c_void, sys::adios2_mode_sync)
+        })
     }
 
     /// Names of all attributes visible now.

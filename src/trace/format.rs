@@ -34,6 +34,48 @@ pub type CommRow = [u64; COMM_WIDTH];
 /// A counter event: `[program, rank, thread, counter, value, timestamp]`.
 pub type CounterRow = [u64; COUNTER_WIDTH];
 
+/// A function event as the analysis holds it once the reader has checked
+/// it: 24 bytes instead of the stream's 48. The program is the same for
+/// every row of a stream (the reader overrides TAU's defunct column), and
+/// the checks bound thread, rank, event type and function far below 2^32.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FuncEvent {
+    pub timestamp: u64,
+    pub thread: u32,
+    pub rank: u32,
+    /// The stream's local event-type index (an ENTRY or EXIT type).
+    pub event_type: u32,
+    /// The stream's local function index.
+    pub function: u32,
+}
+
+impl FuncEvent {
+    /// Narrows a stream row; columns beyond `u32` saturate to `u32::MAX`,
+    /// which no checked row carries (the reader rejects such rows first).
+    pub fn from_row(row: &FuncRow) -> Self {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        FuncEvent {
+            timestamp: row[FUNC_COL_TIMESTAMP],
+            thread: narrow(row[COL_THREAD]),
+            rank: narrow(row[COL_RANK]),
+            event_type: narrow(row[FUNC_COL_EVENT_TYPE]),
+            function: narrow(row[FUNC_COL_FUNCTION]),
+        }
+    }
+
+    /// The stream row this event came from, with the stream's program.
+    pub fn to_row(&self, program: u64) -> FuncRow {
+        [
+            program,
+            u64::from(self.rank),
+            u64::from(self.thread),
+            u64::from(self.event_type),
+            u64::from(self.function),
+            self.timestamp,
+        ]
+    }
+}
+
 /// Columns shared by all three row kinds.
 pub const COL_PROGRAM: usize = 0;
 pub const COL_RANK: usize = 1;

@@ -200,7 +200,11 @@ impl Dictionary {
 pub struct TauStep {
     /// Step number, counted from 0 in the order steps were read.
     pub step: usize,
-    pub funcs: Vec<FuncRow>,
+    /// The program every row of the stream belongs to (`--program-idx`).
+    pub program: u64,
+    /// Function rows, checked and narrowed (see [`FuncEvent`]).
+    pub funcs: Vec<FuncEvent>,
+    /// Comm and counter rows as the stream has them, program column set.
     pub comms: Vec<CommRow>,
     pub counters: Vec<CounterRow>,
     /// Attributes that became visible in this step (first step: all so far).
@@ -209,13 +213,30 @@ pub struct TauStep {
     pub issues: StepIssues,
 }
 
+/// One step's rows as a stream has them, before any check: how tests and
+/// the fuzz targets hand a step to [`StepValidator::accept`] without an
+/// ADIOS2 stream.
+#[derive(Debug, Clone, Default)]
+pub struct RawStep {
+    pub step: usize,
+    pub funcs: Vec<FuncRow>,
+    pub comms: Vec<CommRow>,
+    pub counters: Vec<CounterRow>,
+    pub new_attributes: Vec<Attribute>,
+}
+
 impl TauStep {
+    /// The function rows in the stream's layout (dumps, tests).
+    pub fn func_rows(&self) -> Vec<FuncRow> {
+        self.funcs.iter().map(|e| e.to_row(self.program)).collect()
+    }
+
     /// Smallest and largest timestamp over all rows of the step.
     pub fn time_range(&self) -> Option<(u64, u64)> {
         let ts = self
             .funcs
             .iter()
-            .map(|r| r[FUNC_COL_TIMESTAMP])
+            .map(|r| r.timestamp)
             .chain(self.comms.iter().map(|r| r[COMM_COL_TIMESTAMP]))
             .chain(self.counters.iter().map(|r| r[COUNTER_COL_TIMESTAMP]));
         ts.fold(None, |acc, t| match acc {
@@ -323,12 +344,18 @@ pub struct TauStreamReader {
     steps_read: usize,
     /// Row buffers handed back with [`TauStreamReader::recycle`].
     spare: RowBuffers,
+    /// Function rows at full width, one read chunk at a time.
+    func_chunk: Vec<FuncRow>,
 }
+
+/// Function rows per ADIOS2 read: 16 Ki rows are 768 KiB at the stream's
+/// width, small enough to stay in cache while they are checked and narrowed.
+const FUNC_CHUNK_ROWS: usize = 1 << 14;
 
 /// Reusable row storage, so that steady-state reading does not allocate.
 #[derive(Debug, Default)]
 struct RowBuffers {
-    funcs: Vec<FuncRow>,
+    funcs: Vec<FuncEvent>,
     comms: Vec<CommRow>,
     counters: Vec<CounterRow>,
 }
@@ -346,6 +373,7 @@ impl TauStreamReader {
             seen_attributes: HashSet::new(),
             steps_read: 0,
             spare: RowBuffers::default(),
+            func_chunk: Vec::new(),
         })
     }
 
@@ -402,7 +430,7 @@ impl TauStreamReader {
         let end = self.reader.end_step().map_err(|e| self.ctx(e));
         let mut step = step?;
         end?;
-        self.validator.accept(&mut step);
+        self.validator.finish(&mut step);
         if self.opts.report_issues && !step.issues.is_empty() {
             eprintln!("warning: {}", step.issues.summary(&self.stream, step.step));
         }
@@ -416,6 +444,8 @@ impl TauStreamReader {
             ..Default::default()
         };
         self.read_new_attributes(&mut step)?;
+        // The rows are checked as they are read, against this step's names.
+        self.validator.begin(&mut step);
         let int = |r: &mut StreamReader, n: &str| -> Result<Option<i64>, AdiosError> {
             Ok(r.read_integer(n)?
                 .map(|v| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64))
@@ -428,14 +458,8 @@ impl TauStreamReader {
         d.programs = int(&mut self.reader, VAR_PROGRAM_COUNT)?;
         d.comm_ranks = int(&mut self.reader, VAR_COMM_RANK_COUNT)?;
         let spare = std::mem::take(&mut self.spare);
-        let (funcs, n) = self.read_group::<FUNC_WIDTH>(
-            VAR_FUNC_COUNT,
-            VAR_FUNC_ROWS,
-            spare.funcs,
-            &mut step.issues,
-        )?;
-        step.funcs = funcs;
-        step.declared.timer_events = n;
+        step.funcs = spare.funcs;
+        self.read_funcs(&mut step)?;
         let (comms, n) = self.read_group::<COMM_WIDTH>(
             VAR_COMM_COUNT,
             VAR_COMM_ROWS,
@@ -455,6 +479,37 @@ impl TauStreamReader {
         Ok(step)
     }
 
+    /// Reads the function rows a chunk at a time, each chunk checked and
+    /// narrowed into `step.funcs` as it arrives (the dictionary already has
+    /// this step's attributes), so the full-width rows of a big step are
+    /// never all in memory.
+    fn read_funcs(&mut self, step: &mut TauStep) -> Result<(), AdiosError> {
+        step.funcs.clear();
+        let (n, declared) =
+            self.row_count::<FUNC_WIDTH>(VAR_FUNC_COUNT, VAR_FUNC_ROWS, &mut step.issues)?;
+        step.declared.timer_events = declared;
+        let Some(n) = n else {
+            return Ok(());
+        };
+        let (reader, validator) = (&mut self.reader, &mut self.validator);
+        let read = reader.read_rows_chunked::<FUNC_WIDTH>(
+            VAR_FUNC_ROWS,
+            n,
+            FUNC_CHUNK_ROWS,
+            &mut self.func_chunk,
+            |rows, first_row| validator.take_funcs(rows, first_row, step),
+        );
+        match read {
+            Ok(_) => Ok(()),
+            Err(AdiosError::Invalid { msg, .. }) => {
+                step.issues.record(IssueKind::BadArray, || msg);
+                step.funcs.clear();
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads a count scalar and its array; the array is read with an explicit
     /// selection of the rows that exist this step.
     fn read_group<const W: usize>(
@@ -465,12 +520,35 @@ impl TauStreamReader {
         issues: &mut StepIssues,
     ) -> Result<(Vec<[u64; W]>, Option<u64>), AdiosError> {
         buf.clear();
+        let (n, declared) = self.row_count::<W>(count_var, rows_var, issues)?;
+        let Some(n) = n else {
+            return Ok((buf, declared));
+        };
+        match self.reader.read_rows_into::<W>(rows_var, n, &mut buf) {
+            Ok(_) => Ok((buf, declared)),
+            Err(AdiosError::Invalid { msg, .. }) => {
+                issues.record(IssueKind::BadArray, || msg);
+                buf.clear();
+                Ok((buf, declared))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The count scalar of a row array (as declared) and the number of rows
+    /// to read: the declared count bounded by the array's rows, or `None`
+    /// when the array is absent or not `[n, W]` (counted as an issue).
+    fn row_count<const W: usize>(
+        &mut self,
+        count_var: &str,
+        rows_var: &str,
+        issues: &mut StepIssues,
+    ) -> Result<(Option<usize>, Option<u64>), AdiosError> {
         let declared = self
             .reader
             .read_integer(count_var)?
             .map(|v| v.clamp(0, u64::MAX as i128) as u64);
-        let shape = self.reader.shape(rows_var)?;
-        let Some(shape) = shape else {
+        let Some(shape) = self.reader.shape(rows_var)? else {
             if declared.unwrap_or(0) > 0 {
                 issues.record(IssueKind::MissingArray, || {
                     format!(
@@ -479,13 +557,13 @@ impl TauStreamReader {
                     )
                 });
             }
-            return Ok((buf, declared));
+            return Ok((None, declared));
         };
         if shape.len() != 2 || shape[1] != W {
             issues.record(IssueKind::BadArray, || {
                 format!("{rows_var} has shape {shape:?}, expected [n, {W}]")
             });
-            return Ok((buf, declared));
+            return Ok((None, declared));
         }
         let available = shape[0] as u64;
         let n = match declared {
@@ -497,18 +575,7 @@ impl TauStreamReader {
             }
             _ => available,
         };
-        match self
-            .reader
-            .read_rows_into::<W>(rows_var, n as usize, &mut buf)
-        {
-            Ok(_) => Ok((buf, declared)),
-            Err(AdiosError::Invalid { msg, .. }) => {
-                issues.record(IssueKind::BadArray, || msg);
-                buf.clear();
-                Ok((buf, declared))
-            }
-            Err(e) => Err(e),
-        }
+        Ok((Some(n as usize), declared))
     }
 
     fn read_new_attributes(&mut self, step: &mut TauStep) -> Result<(), AdiosError> {
@@ -551,15 +618,81 @@ impl StepValidator {
         &self.dict
     }
 
-    /// Everything the reader does to a step once its data are in memory:
-    /// applies `step.new_attributes` to the dictionary (malformed ones are
-    /// counted), then drops impossible rows and orders each thread's rows
-    /// (see [`StepValidator::validate`]). Issues go to `step.issues`.
-    pub fn accept(&mut self, step: &mut TauStep) {
+    /// Everything the reader does to a step, for a step whose rows are all
+    /// in memory: applies its attributes to the dictionary (malformed ones
+    /// are counted), then drops impossible rows, narrows the function rows
+    /// and orders each thread's rows. Issues go to the returned step's
+    /// `issues`.
+    pub fn accept(&mut self, raw: RawStep) -> TauStep {
+        let mut step = TauStep {
+            step: raw.step,
+            comms: raw.comms,
+            counters: raw.counters,
+            new_attributes: raw.new_attributes,
+            ..Default::default()
+        };
+        self.begin(&mut step);
+        self.take_funcs(&raw.funcs, 0, &mut step);
+        self.finish(&mut step);
+        step
+    }
+
+    /// First part of checking a step: applies `step.new_attributes` to the
+    /// dictionary, so that the step's rows are checked against the names
+    /// known up to and including this step.
+    pub fn begin(&mut self, step: &mut TauStep) {
+        step.program = self.program_idx;
         for attr in &step.new_attributes {
             self.apply_attribute(attr, &mut step.issues);
         }
-        self.validate(step);
+    }
+
+    /// Checks function rows (`rows[0]` is row `first_row` of the step) and
+    /// appends the ones that can be right to `step.funcs`, narrowed; the
+    /// others are counted in `step.issues` and dropped.
+    pub fn take_funcs(&mut self, rows: &[FuncRow], first_row: usize, step: &mut TauStep) {
+        let check = self.row_check();
+        let issues = &mut step.issues;
+        step.funcs.reserve(rows.len());
+        step.funcs.extend(
+            rows.iter()
+                .enumerate()
+                .filter_map(|(k, row)| match check.func(row) {
+                    Ok(event) => Some(event),
+                    Err(kind) => {
+                        issues.record(kind, || {
+                            format!("event_timestamps row {} = {row:?}", first_row + k)
+                        });
+                        None
+                    }
+                }),
+        );
+    }
+
+    /// Last part of checking a step: drops impossible comm and counter rows
+    /// (setting their program column) and puts each thread's rows of all
+    /// three kinds in time order; counts rows older than their thread's rows
+    /// of earlier steps.
+    pub fn finish(&mut self, step: &mut TauStep) {
+        let check = self.row_check();
+        let issues = &mut step.issues;
+        validate_rows(&mut step.comms, "comm_timestamps", issues, |row| {
+            check.comm(row)
+        });
+        validate_rows(&mut step.counters, "counter_values", issues, |row| {
+            check.counter(row)
+        });
+        let [f, c, k] = &mut self.last_ts;
+        order_by_thread(&mut step.funcs, f, "event_timestamps", issues);
+        order_by_thread(&mut step.comms, c, "comm_timestamps", issues);
+        order_by_thread(&mut step.counters, k, "counter_values", issues);
+    }
+
+    /// The dictionary's lookup tables, rebuilt only after it changed.
+    fn row_check(&mut self) -> &RowCheck {
+        let (program_idx, expected_rank, dict) = (self.program_idx, self.expected_rank, &self.dict);
+        self.check
+            .get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict))
     }
 
     /// Records one attribute in the dictionary, or counts it as malformed.
@@ -595,49 +728,6 @@ impl StepValidator {
                 format!("index too large in {other:?}")
             }),
         }
-    }
-
-    /// Drops impossible rows (checked against the dictionary as it is now),
-    /// overrides the program column and sorts threads whose rows are out of
-    /// time order; counts rows older than their thread's rows of earlier
-    /// steps.
-    pub fn validate(&mut self, step: &mut TauStep) {
-        let (program_idx, expected_rank, dict) = (self.program_idx, self.expected_rank, &self.dict);
-        let check = self
-            .check
-            .get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict));
-        let issues = &mut step.issues;
-        validate_rows(&mut step.funcs, "event_timestamps", issues, |row| {
-            check.func(row)
-        });
-        validate_rows(&mut step.comms, "comm_timestamps", issues, |row| {
-            check.comm(row)
-        });
-        validate_rows(&mut step.counters, "counter_values", issues, |row| {
-            check.counter(row)
-        });
-        let [f, c, k] = &mut self.last_ts;
-        order_by_thread(
-            &mut step.funcs,
-            FUNC_COL_TIMESTAMP,
-            f,
-            "event_timestamps",
-            issues,
-        );
-        order_by_thread(
-            &mut step.comms,
-            COMM_COL_TIMESTAMP,
-            c,
-            "comm_timestamps",
-            issues,
-        );
-        order_by_thread(
-            &mut step.counters,
-            COUNTER_COL_TIMESTAMP,
-            k,
-            "counter_values",
-            issues,
-        );
     }
 }
 
@@ -690,8 +780,8 @@ impl RowCheck {
     }
 
     #[inline]
-    fn common(&self, program: &mut u64, rank: u64, thread: u64) -> Result<(), IssueKind> {
-        if *program >= MAX_PROGRAM {
+    fn common(&self, program: u64, rank: u64, thread: u64) -> Result<(), IssueKind> {
+        if program >= MAX_PROGRAM {
             return Err(IssueKind::BadProgram);
         }
         let rank_ok = match self.expected_rank {
@@ -704,40 +794,40 @@ impl RowCheck {
         if thread >= MAX_THREAD {
             return Err(IssueKind::BadThread);
         }
-        *program = self.program_idx;
         Ok(())
     }
 
+    /// A function row that passes every check, narrowed: the checks bound
+    /// rank, thread, event type and function index below 2^32.
     #[inline]
-    fn func(&self, row: &mut FuncRow) -> Result<(), IssueKind> {
-        let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
-        self.common(&mut row[COL_PROGRAM], rank, thread)?;
+    fn func(&self, row: &FuncRow) -> Result<FuncEvent, IssueKind> {
+        self.common(row[COL_PROGRAM], row[COL_RANK], row[COL_THREAD])?;
         if lookup(&self.event_type, row[FUNC_COL_EVENT_TYPE], ET_NONE) != ET_FUNCTION {
             return Err(IssueKind::BadEventType);
         }
         if !lookup(&self.function_known, row[FUNC_COL_FUNCTION], false) {
             return Err(IssueKind::UnknownFunction);
         }
-        Ok(())
+        Ok(FuncEvent::from_row(row))
     }
 
     #[inline]
     fn comm(&self, row: &mut CommRow) -> Result<(), IssueKind> {
-        let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
-        self.common(&mut row[COL_PROGRAM], rank, thread)?;
+        self.common(row[COL_PROGRAM], row[COL_RANK], row[COL_THREAD])?;
         if lookup(&self.event_type, row[COMM_COL_EVENT_TYPE], ET_NONE) != ET_COMM {
             return Err(IssueKind::BadEventType);
         }
+        row[COL_PROGRAM] = self.program_idx;
         Ok(())
     }
 
     #[inline]
     fn counter(&self, row: &mut CounterRow) -> Result<(), IssueKind> {
-        let (rank, thread) = (row[COL_RANK], row[COL_THREAD]);
-        self.common(&mut row[COL_PROGRAM], rank, thread)?;
+        self.common(row[COL_PROGRAM], row[COL_RANK], row[COL_THREAD])?;
         if !lookup(&self.counter_known, row[COUNTER_COL_COUNTER], false) {
             return Err(IssueKind::UnknownCounter);
         }
+        row[COL_PROGRAM] = self.program_idx;
         Ok(())
     }
 }
@@ -770,12 +860,47 @@ fn validate_rows<const W: usize>(
     });
 }
 
+/// What the time-order check needs of a row of any kind.
+trait ThreadTimed: std::fmt::Debug {
+    fn thread(&self) -> u64;
+    fn timestamp(&self) -> u64;
+}
+
+/// Stream rows: the timestamp is the last column of all three kinds.
+impl<const W: usize> ThreadTimed for [u64; W] {
+    #[inline]
+    fn thread(&self) -> u64 {
+        self[COL_THREAD]
+    }
+    #[inline]
+    fn timestamp(&self) -> u64 {
+        self[W - 1]
+    }
+}
+
+impl ThreadTimed for FuncEvent {
+    #[inline]
+    fn thread(&self) -> u64 {
+        u64::from(self.thread)
+    }
+    #[inline]
+    fn timestamp(&self) -> u64 {
+        self.timestamp
+    }
+}
+
+// The timestamp is the last column of every stream row kind.
+const _: () = assert!(
+    FUNC_COL_TIMESTAMP == FUNC_WIDTH - 1
+        && COMM_COL_TIMESTAMP == COMM_WIDTH - 1
+        && COUNTER_COL_TIMESTAMP == COUNTER_WIDTH - 1
+);
+
 /// Checks that each thread's rows are in time order; if not, sorts the rows
 /// stably by (thread, timestamp). Also counts rows older than the thread's
 /// last row of an earlier step (those cannot be repaired here; they are kept).
-fn order_by_thread<const W: usize>(
-    rows: &mut [[u64; W]],
-    ts_col: usize,
+fn order_by_thread<R: ThreadTimed>(
+    rows: &mut [R],
     last: &mut LastTimestamp,
     what: &str,
     issues: &mut StepIssues,
@@ -788,15 +913,15 @@ fn order_by_thread<const W: usize>(
     let mut thread = u64::MAX;
     let (mut newest, mut previous_step) = (0u64, 0u64);
     for (i, row) in rows.iter().enumerate() {
-        if row[COL_THREAD] != thread {
+        if row.thread() != thread {
             if thread != u64::MAX {
                 *step_last.get_mut(thread) = newest;
             }
-            thread = row[COL_THREAD];
+            thread = row.thread();
             newest = *step_last.get_mut(thread);
             previous_step = *last.get_mut(thread);
         }
-        let ts = row[ts_col];
+        let ts = row.timestamp();
         if ts < previous_step {
             stale += 1;
             first_stale.get_or_insert(i);
@@ -827,7 +952,7 @@ fn order_by_thread<const W: usize>(
             )
         });
         // Stable: rows with equal timestamps keep their stream order.
-        rows.sort_by_key(|r| (r[COL_THREAD], r[ts_col]));
+        rows.sort_by_key(|r| (r.thread(), r.timestamp()));
     }
     last.merge_max(&step_last);
 }
