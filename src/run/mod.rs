@@ -465,13 +465,22 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 e.exclusive
             }
         };
+        // One pass over the executions for the model and the profiles: a
+        // big step's executions do not fit in cache, so every pass costs a
+        // trip through memory.
+        let profiling = prov.is_some() || viz.is_some();
         for e in streams.iter().flat_map(|s| s.out.executions.iter()) {
             if !is_ignored(&ignored, e.function) {
                 detector.observe(e.function, value(e));
             }
+            if profiling {
+                profiles
+                    .function(e.function)
+                    .profile(e.inclusive, e.exclusive);
+            }
         }
-        if prov.is_some() || viz.is_some() {
-            profile_step(&mut profiles, &streams);
+        if profiling {
+            profile_counters(&mut profiles, &streams);
         }
         let partial = detector.take_partial();
         timings.add(Phase::Summarize, t.elapsed());
@@ -899,13 +908,10 @@ fn make_detector(args: &RunArgs) -> anyhow::Result<Box<dyn Detector>> {
     })
 }
 
-/// Adds this step's executions and counter samples to the run's profiles
-/// (every execution counted once, when it completes).
-fn profile_step(stats: &mut GlobalStats, streams: &[OwnedStream]) {
+/// Adds this step's counter samples to the run's profiles (the executions
+/// go in with the summarize pass, each counted once, when it completes).
+fn profile_counters(stats: &mut GlobalStats, streams: &[OwnedStream]) {
     for s in streams {
-        for e in &s.out.executions {
-            stats.function(e.function).profile(e.inclusive, e.exclusive);
-        }
         for c in s.out.counters.iter().chain(&s.out.node_state) {
             stats.counter(c.counter).push(c.value);
         }

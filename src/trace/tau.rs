@@ -6,6 +6,10 @@
 //! values, unknown event-type, function or counter index) are counted per
 //! kind, summarised once per step with stream/step/row context, and dropped.
 //! Rows of a thread that are out of time order are stably sorted.
+//!
+//! Function rows, by far the most numerous, are checked as they are read,
+//! a chunk at a time, and kept narrowed to a [`FuncEvent`] (half the
+//! stream's width): a step's full-width rows are never all in memory.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
