@@ -835,8 +835,8 @@ impl Replay {
         let (mut comms, mut counters, mut cids) = (0usize, 0usize, 0usize);
         for e in &out.executions {
             assert!(e.exit >= e.entry, "{e:?}");
-            assert_eq!(e.inclusive, e.exit - e.entry, "{e:?}");
-            assert!(e.exclusive <= e.inclusive, "{e:?}");
+            assert_eq!(e.inclusive(), e.exit - e.entry, "{e:?}");
+            assert!(e.exclusive <= e.inclusive(), "{e:?}");
             assert_eq!((e.id.rank, e.program), (self.rank, self.program));
             assert!(e.id.step <= s, "{e:?}");
             assert!(e.id.step < s || e.id.idx < entries, "{e:?}");

@@ -143,7 +143,7 @@ fn nested_calls_exact_times_parents_and_ids() {
         let x = e[&id(0, i)];
         assert_eq!(x.function, g(func), "{i}");
         assert_eq!((x.entry, x.exit), (entry, exit), "{i}");
-        assert_eq!((x.inclusive, x.exclusive), (incl, excl), "{i}");
+        assert_eq!((x.inclusive(), x.exclusive), (incl, excl), "{i}");
         assert_eq!(x.parent(), parent, "{i}");
         assert_eq!(x.depth, depth, "{i}");
         assert_eq!(x.n_children, kids, "{i}");
@@ -249,7 +249,7 @@ fn comms_and_counters_attach_with_tie_rules() {
     assert_eq!(ev.counters_of(a), vec![k(2, 100), k(5, 350), k(6, 400)]);
     assert_eq!(ev.counters_of(b), vec![k(3, 200), k(4, 300)]);
     assert_eq!(ev.counters_of(c), vec![k(7, 500)]);
-    assert_eq!((c.inclusive, c.exclusive), (0, 0));
+    assert_eq!((c.inclusive(), c.exclusive), (0, 0));
     assert_eq!((ev.first_ts, ev.last_ts), (Some(50), Some(500)));
     let summary = ev.issues.summary("s", 0);
     assert!(
@@ -303,7 +303,7 @@ fn call_spanning_three_steps_keeps_children_accounting() {
     assert_eq!(e5.executions.len(), 1);
     let a = &e5.executions[0];
     assert_eq!(a.id, id(3, 0));
-    assert_eq!((a.entry, a.exit, a.inclusive), (100, 400, 300));
+    assert_eq!((a.entry, a.exit, a.inclusive()), (100, 400, 300));
     assert_eq!(a.exclusive, 300 - 50 - 40);
     assert_eq!(a.n_children, 2);
     // Attached in step 4 while A was the innermost open call.
@@ -371,8 +371,8 @@ fn two_threads_grouped_and_interleaved() {
         assert_eq!((e[&c].thread, e[&d].thread), (1, 1));
         assert_eq!(e[&b].parent(), Some(a));
         assert_eq!(e[&d].parent(), Some(c));
-        assert_eq!((e[&a].inclusive, e[&a].exclusive), (100, 80));
-        assert_eq!((e[&c].inclusive, e[&c].exclusive), (105, 85));
+        assert_eq!((e[&a].inclusive(), e[&a].exclusive), (100, 80));
+        assert_eq!((e[&c].inclusive(), e[&c].exclusive), (105, 85));
         let tags = |x: &ExecId| ev.comms_of(e[x]).iter().map(|c| c.tag).collect::<Vec<_>>();
         assert_eq!(tags(&a), vec![4]);
         assert_eq!(tags(&b), vec![2]);
@@ -403,7 +403,7 @@ fn exit_with_empty_stack_is_skipped() {
     assert_eq!(ev.issues.count(EventIssueKind::EmptyStackExit), 2);
     assert_eq!(ev.issues.total(), 2);
     assert_eq!(ids(&ev), vec![id(0, 0)]);
-    assert_eq!(ev.executions[0].inclusive, 20);
+    assert_eq!(ev.executions[0].inclusive(), 20);
     let summary = ev.issues.summary("tau-metrics-x-3.bp", 0);
     assert!(
         summary.starts_with(
@@ -438,12 +438,12 @@ fn exit_of_deeper_call_closes_the_calls_above_it() {
     assert_eq!(ids(&ev), vec![id(0, 3), id(0, 2), id(0, 1)]);
     let e = by_id(&ev);
     let c = e[&id(0, 3)];
-    assert_eq!((c.exit, c.inclusive, c.exclusive), (150, 30, 30));
+    assert_eq!((c.exit, c.inclusive(), c.exclusive), (150, 30, 30));
     let b = e[&id(0, 2)];
-    assert_eq!((b.exit, b.inclusive, b.exclusive), (150, 40, 10));
+    assert_eq!((b.exit, b.inclusive(), b.exclusive), (150, 40, 10));
     let a = e[&id(0, 1)];
     assert_eq!(
-        (a.exit, a.inclusive, a.exclusive, a.depth),
+        (a.exit, a.inclusive(), a.exclusive, a.depth),
         (150, 50, 10, 1)
     );
     assert_eq!(a.parent(), Some(id(0, 0)));
@@ -463,7 +463,7 @@ fn exit_of_deeper_call_closes_the_calls_above_it() {
     assert_eq!(ids(&ev), vec![id(1, 0), id(0, 0)]);
     let d = &ev.executions[1];
     assert_eq!(
-        (d.inclusive, d.exclusive, d.n_children),
+        (d.inclusive(), d.exclusive, d.n_children),
         (110, 110 - 50 - 10, 2)
     );
 }
@@ -612,8 +612,8 @@ fn exit_before_entry_is_skipped() {
     assert_eq!(ev.issues.count(EventIssueKind::ExitBeforeEntry), 2);
     assert_eq!(ev.issues.total(), 2);
     assert_eq!(ids(&ev), vec![id(0, 1), id(0, 0)]);
-    assert_eq!(ev.executions[0].inclusive, 20);
-    assert_eq!(ev.executions[1].inclusive, 40);
+    assert_eq!(ev.executions[0].inclusive(), 20);
+    assert_eq!(ev.executions[1].inclusive(), 40);
 }
 
 #[test]
@@ -650,7 +650,7 @@ fn unknown_indices_are_counted_and_skipped() {
     assert_eq!(ids(&ev), vec![id(0, 3), id(0, 0)]);
     let b = &ev.executions[0];
     assert_eq!(
-        (b.function, b.parent(), b.inclusive),
+        (b.function, b.parent(), b.inclusive()),
         (g(B), Some(id(0, 0)), 10)
     );
     assert!(ev.comms_of(b).is_empty());
@@ -1041,7 +1041,7 @@ fn never_panics_on_garbage_rows() {
         }
         let ev = s.process_step(step, &t, &m);
         for e in &ev.executions {
-            assert!(e.exit >= e.entry && e.exclusive <= e.inclusive);
+            assert!(e.exit >= e.entry && e.exclusive <= e.inclusive());
         }
     }
     s.finish();
@@ -1096,11 +1096,11 @@ fn real_tau_fixture_rank0() {
         node_state += ev.node_state.len();
         for e in &ev.executions {
             assert!(all_ids.insert(e.id), "duplicate id {}", e.id);
-            assert!(e.exclusive <= e.inclusive);
+            assert!(e.exclusive <= e.inclusive());
             if e.function == comp1 {
                 n_comp1 += 1;
                 assert_eq!(e.thread, 0);
-                if e.inclusive >= 150_000 {
+                if e.inclusive() >= 150_000 {
                     long.push((e.entry, e.exit));
                 }
             }

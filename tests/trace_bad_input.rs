@@ -139,6 +139,55 @@ fn garbage_rows_are_counted_and_skipped_bp5() {
     check_crafted(Engine::BP5);
 }
 
+/// Function rows are checked a read chunk (16 Ki rows) at a time: bad rows
+/// on both sides of a chunk boundary and in the last, partial chunk are
+/// dropped and reported with their row index in the whole step, and the
+/// kept rows are exactly the good ones, in order.
+#[test]
+fn bad_rows_across_read_chunks_keep_their_step_row_index() {
+    const ROWS: u64 = 40_000;
+    let bad = [16_383u64, 16_384, 32_768, ROWS - 1];
+    let row = |i: u64| {
+        // ENTRY/EXIT pairs of `main` on thread 0, one µs apart.
+        let function = if bad.contains(&i) { 77 } else { 0 };
+        [0u64, 3, 0, i % 2, function, T0 + i]
+    };
+    let step = StepData {
+        funcs: (0..ROWS).map(row).collect(),
+        new_attributes: attrs(&[
+            ("event_type 0", "ENTRY"),
+            ("event_type 1", "EXIT"),
+            ("timer 0", "main"),
+        ]),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tau-metrics-chunks-3.bp");
+    let mut w = TauStreamWriter::create(&path, Engine::BP5, vec![]).unwrap();
+    w.write_step(&step).unwrap();
+    w.close().unwrap();
+
+    let (steps, _) = read_all(&path, reader_options(Engine::BPFile));
+    let s0 = &steps[0];
+    assert_eq!(s0.declared.timer_events, Some(ROWS));
+    assert_eq!(s0.issues.count(IssueKind::UnknownFunction), 4);
+    assert_eq!(s0.issues.dropped_rows(), 4);
+    let example = &s0.issues.first_example[&IssueKind::UnknownFunction];
+    assert!(
+        example.starts_with("event_timestamps row 16383 "),
+        "{example}"
+    );
+    let want: Vec<_> = (0..ROWS)
+        .filter(|i| !bad.contains(i))
+        .map(|i| {
+            let mut r = row(i);
+            r[0] = s0.program;
+            r
+        })
+        .collect();
+    assert_eq!(s0.func_rows(), want);
+}
+
 #[test]
 fn missing_stream_is_a_clear_error_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();

@@ -285,7 +285,7 @@ impl StreamEvents {
     ///
     /// The output vectors are fresh unless a previous result was handed back
     /// with [`StreamEvents::recycle`]; for big steps that matters (a
-    /// million-row step produces ~120 MB of executions, and first-touching
+    /// million-row step produces ~56 MB of executions, and first-touching
     /// fresh memory costs about as much as the replay itself).
     pub fn process_step(&mut self, step: u64, tau: &TauStep, map: &IndexMap) -> StepEvents {
         let mut out = self.spare.take().unwrap_or_default();
@@ -804,7 +804,7 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         th.gpu.is_some(),
         attach,
     );
-    debug_assert_eq!(exec.inclusive, inclusive);
+    debug_assert_eq!(exec.inclusive(), inclusive);
     let index = out.executions.len() as u32;
     out.executions.push(exec);
     if !attach.correlation_ids.is_empty() {

@@ -162,15 +162,13 @@ pub struct GpuLocation {
 /// holds only ranges into them. Read them with [`StepEvents::comms_of`],
 /// [`StepEvents::counters_of`] and [`StepEvents::correlation_ids_of`], or
 /// take an [`OwnedExecution`] when the record must outlive its step.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Execution {
     /// The label; `id.rank` is the application rank of the stream.
     pub id: ExecId,
     pub entry: u64,
     pub exit: u64,
-    /// `exit - entry`.
-    pub inclusive: u64,
-    /// `inclusive` minus the inclusive time of the direct children (the time
+    /// [`Execution::inclusive`] minus the inclusive time of the direct children (the time
     /// spent in this function's own code); what the detectors judge.
     pub exclusive: u64,
     pub thread: u64,
@@ -284,7 +282,6 @@ impl Execution {
             id,
             entry,
             exit,
-            inclusive: exit.saturating_sub(entry),
             exclusive,
             thread,
             parent: PackedId::pack(parent),
@@ -295,6 +292,13 @@ impl Execution {
             attach,
             is_gpu,
         }
+    }
+
+    /// Inclusive runtime, `exit - entry` (computed, not stored: every pass
+    /// over a big step's executions is bound by memory traffic).
+    #[inline]
+    pub fn inclusive(&self) -> u64 {
+        self.exit.saturating_sub(self.entry)
     }
 
     /// Application rank of the stream.
@@ -317,7 +321,7 @@ impl Execution {
 /// records that must outlive their step (whose arenas are reused); see
 /// [`StepEvents::to_owned_execution`]. `exec.attach` still names ranges in
 /// the original step and should not be used with other arenas.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OwnedExecution {
     pub exec: Execution,
     pub comms: Vec<CommEvent>,
@@ -692,11 +696,11 @@ mod layout_tests {
     use super::*;
 
     /// Every pass over a step's executions is bound by memory traffic; keep
-    /// the record small (it was 184 bytes before parents were packed and
-    /// GPU partners moved to a side table).
+    /// the record small (it was 184 bytes before parents were packed,
+    /// GPU partners moved to a side table and the inclusive time computed).
     #[test]
     fn execution_stays_small() {
-        assert!(std::mem::size_of::<Execution>() <= 120);
+        assert!(std::mem::size_of::<Execution>() <= 112);
     }
 
     #[test]

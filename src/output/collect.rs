@@ -714,7 +714,7 @@ impl StreamProvenance {
             func: fixed(names.functions.name(e.function)),
             entry: e.entry,
             exit: e.exit,
-            runtime_total: e.inclusive,
+            runtime_total: e.inclusive(),
             runtime_exclusive: e.exclusive,
             io_step: step.io_step,
             io_step_tstart: step.io_step_tstart,

@@ -460,7 +460,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         let use_inclusive = args.use_inclusive;
         let value = |e: &Execution| {
             if use_inclusive {
-                e.inclusive
+                e.inclusive()
             } else {
                 e.exclusive
             }
@@ -476,7 +476,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             if profiling {
                 profiles
                     .function(e.function)
-                    .profile(e.inclusive, e.exclusive);
+                    .profile(e.inclusive(), e.exclusive);
             }
         }
         if profiling {
@@ -711,7 +711,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // flagged then are ordinary once the whole run is known.
     let value = |e: &Execution| {
         if args.use_inclusive {
-            e.inclusive
+            e.inclusive()
         } else {
             e.exclusive
         }

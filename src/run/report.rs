@@ -165,7 +165,7 @@ impl LabelWriter {
             csv_field(names.functions.name(e.function)),
             e.entry,
             e.exit,
-            e.inclusive,
+            e.inclusive(),
             e.exclusive,
             exit_step,
             labelled_step,
