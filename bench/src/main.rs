@@ -781,6 +781,7 @@ fn memory(b: &mut Bench) -> anyhow::Result<()> {
     // re-evaluation, a bounded store: --max-stored-anomalies), and with the
     // re-evaluation off, which shows what the analysis itself keeps.
     let mut soak_rows = Vec::new();
+    let mut rss_growth = Vec::new();
     let mut rank0 = Vec::new();
     for relabel in ["true", "false"] {
         let out = b.work.join(format!("soak-{relabel}.h5"));
@@ -830,6 +831,7 @@ fn memory(b: &mut Bench) -> anyhow::Result<()> {
             })
             .collect();
         let mean_ms = time.iter().map(|p| p.1).sum::<f64>() / time.len().max(1) as f64;
+        rss_growth.push(slope(&rss) * steps as f64);
         soak_rows.push(vec![
             relabel.to_string(),
             f(num(&r.summary["seconds"]), 1),
@@ -844,13 +846,17 @@ fn memory(b: &mut Bench) -> anyhow::Result<()> {
             rank0 = rows;
         }
     }
+    let over_run = |k: usize| rss_growth.get(k).copied().unwrap_or(f64::NAN);
     b.note(&format!(
         "Soak: {steps} steps of 4 streams (300 function events per stream and step) on 2 AD \
          ranks, provenance flushed every 100 steps. Resident memory and step time of AD rank 0 \
          after start-up (the first tenth of the steps), with their fitted slopes. With the \
          end-of-run re-evaluation on (the default) each anomaly and normal sample is \
          remembered until the end (about 220 bytes each, at most `--max-stored-anomalies`): \
-         that is the growth of the first row; without it memory is flat."
+         that is the growth of the first row ({:.1} MB over the run); without it nothing of \
+         the run is kept and the fitted growth over the whole run is {:.2} MB.",
+        over_run(0),
+        over_run(1)
     ));
     b.table(
         &[

@@ -315,7 +315,13 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             p,
             coll,
             args.overwrite,
-            args.max_stored_anomalies,
+            // Flushed records are remembered only for the end-of-run
+            // re-evaluation; without it, memory stays flat.
+            if args.final_relabel {
+                args.max_stored_anomalies
+            } else {
+                0
+            },
             args.use_inclusive,
         )?),
         None => None,
