@@ -431,10 +431,18 @@ fn latency(b: &mut Bench) -> anyhow::Result<()> {
 }
 
 /// A scenario with `n` leaf functions under one loop.
+/// Steps of the collective-scaling scenarios: enough that the one-time
+/// agreement on names (first step) and the ranks' different start-up are a
+/// small part of the average per step.
+const COLLECTIVE_STEPS: usize = 40;
+
 fn functions_scenario(b: &Bench, n: usize) -> anyhow::Result<String> {
     let path = b.work.join(format!("functions-{n}.toml"));
     let mut t = String::new();
-    let _ = writeln!(t, "seed = 1\nbinary = \"fn{n}\"\nranks = 4\nsteps = 10");
+    let _ = writeln!(
+        t,
+        "seed = 1\nbinary = \"fn{n}\"\nranks = 4\nsteps = {COLLECTIVE_STEPS}"
+    );
     let _ = writeln!(t, "events_per_step = {}\nroot = \"loop\"", 2 * n + 8);
     let _ = writeln!(
         t,
@@ -479,7 +487,8 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
             let scen = functions_scenario(b, n)?;
             let name = format!("functions-{n}");
             let dir = b.work.join("data").join(&name);
-            let key = format!("{:?} {:?}", Some(&scen), Vec::<&str>::new());
+            // The scenario's text, so that a changed scenario is regenerated.
+            let key = std::fs::read_to_string(&scen)?;
             if std::fs::read_to_string(dir.join(".args")).ok().as_deref() != Some(key.as_str()) {
                 let _ = std::fs::remove_dir_all(&dir);
                 let out = Command::new(&b.bin)
@@ -498,23 +507,36 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                 .display()
                 .to_string();
             for alg in ["sstd", "modal"] {
-                let r = b.run(
-                    np,
-                    &[
-                        "--input".into(),
-                        input.clone(),
-                        "--no-provenance".into(),
-                        "--algorithm".into(),
-                        alg.into(),
-                    ],
-                )?;
+                // The first collective of a step also absorbs the ranks'
+                // imbalance in reading, which on this shared 2-core host
+                // jumps from run to run: the run with the median collective
+                // time of three is reported.
+                let repeats = if b.quick { 1 } else { 3 };
+                let mut runs = Vec::new();
+                for _ in 0..repeats {
+                    let r = b.run(
+                        np,
+                        &[
+                            "--input".into(),
+                            input.clone(),
+                            "--no-provenance".into(),
+                            "--algorithm".into(),
+                            alg.into(),
+                        ],
+                    )?;
+                    let s = &r.summary;
+                    let steps = num(&s["steps"]).max(1.0);
+                    let t: f64 = ["agree", "reduce", "status"]
+                        .iter()
+                        .map(|p| timing(s, p))
+                        .sum::<f64>()
+                        / steps;
+                    runs.push((t, steps, r));
+                }
+                runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let (t, steps, r) = &runs[runs.len() / 2];
+                let (t, steps) = (*t, *steps);
                 let s = &r.summary;
-                let steps = num(&s["steps"]).max(1.0);
-                let t: f64 = ["agree", "reduce", "status"]
-                    .iter()
-                    .map(|p| timing(s, p))
-                    .sum::<f64>()
-                    / steps;
                 let bytes = &s["collective_bytes_per_step"];
                 let total_bytes =
                     num(&bytes["agree"]) + num(&bytes["reduce"]) + num(&bytes["status"]);
@@ -546,12 +568,15 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
     }
     b.section(
         "Collective scaling",
-        "Time and payload of the collectives per step (agreement on names, model reduction, \
+        &format!(
+            "Time and payload of the collectives per step (agreement on names, model reduction, \
          status exchange; slowest rank) versus the number of functions, on 1, 2 and 4 AD ranks \
          of this 2-core machine (4 ranks are oversubscribed, so their times include waiting \
-         for a core). Bytes are what one rank contributes per step (largest rank), averaged \
-         over the 10 steps (the names travel once, in the first step). No 16-core machine was \
-         available in this session, so there are no 4/8/16-rank numbers from real cores.",
+         for a core); the run with the median time of three. Bytes are what one rank \
+         contributes per step (largest rank), averaged over the {COLLECTIVE_STEPS} steps (the \
+         names travel once, in the first step). No 16-core machine was \
+         available for these measurements, so there are no 4/8/16-rank numbers from real cores."
+        ),
     );
     b.table(
         &[

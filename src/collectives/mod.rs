@@ -104,6 +104,7 @@ impl Collectives {
     }
 
     pub fn barrier(&self) {
+        self.count(0);
         self.world.barrier();
     }
 

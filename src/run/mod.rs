@@ -405,6 +405,10 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
                 }
             }
         }
+        // Every rank has its step: waiting here for the slowest one counts
+        // as reading, so that the collectives' times below are the
+        // exchanges themselves, not the ranks' imbalance.
+        coll.barrier();
         timings.add(Phase::Read, t.elapsed());
 
         // 2 agree on names first seen this step
