@@ -52,6 +52,8 @@ struct Bench {
     write_summary: Option<Value>,
     /// Quality bars missed (quick mode fails on any).
     missed: Vec<String>,
+    /// The project's targets as measured: (what, target, measured, met).
+    targets: Vec<[String; 4]>,
     root: PathBuf,
 }
 
@@ -139,6 +141,16 @@ impl Bench {
 
     fn image(&mut self, file: &str, alt: &str) {
         let _ = writeln!(self.report, "\n![{alt}](img/{file})");
+    }
+
+    /// Records a measured value against one of the project's targets.
+    fn target(&mut self, what: &str, target: &str, measured: String, met: bool) {
+        self.targets.push([
+            what.to_string(),
+            target.to_string(),
+            measured,
+            if met { "yes" } else { "no" }.to_string(),
+        ]);
     }
 
     fn note(&mut self, text: &str) {
@@ -256,6 +268,34 @@ fn throughput(b: &mut Bench) -> anyhow::Result<()> {
             ]);
         }
         series.push((format!("{np} AD rank(s)"), per_alg));
+    }
+    for np in [1usize, 2] {
+        let rates: Vec<(String, f64)> = rows
+            .iter()
+            .filter(|r| r[1] == np.to_string())
+            .map(|r| (r[0].clone(), r[5].parse().unwrap_or(f64::NAN)))
+            .collect();
+        let sstd = rates
+            .iter()
+            .find(|r| r.0 == "sstd")
+            .map_or(f64::NAN, |r| r.1);
+        b.target(
+            &format!("SSTD end to end, {np} AD rank(s), `large.toml`"),
+            "≥ 10 M function events/s per AD rank",
+            format!("{sstd:.2} M/s"),
+            sstd >= 10.0,
+        );
+        let slowest = rates
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .cloned()
+            .unwrap_or_default();
+        b.target(
+            &format!("every detector end to end, {np} AD rank(s)"),
+            "≥ 5 M function events/s per AD rank",
+            format!("slowest: {} {:.2} M/s", slowest.0, slowest.1),
+            slowest.1 >= 5.0,
+        );
     }
     b.section(
         "Throughput: function events per second per AD rank",
@@ -556,6 +596,14 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                 if alg == "modal" {
                     line.push((n as f64, t * 1e3));
                 }
+                if (n, np, alg) == (1000, 2, "sstd") {
+                    b.target(
+                        "collective time per step, 1,000 functions, 2 AD ranks (SSTD)",
+                        "< 1 ms",
+                        format!("{:.3} ms", t * 1e3),
+                        t * 1e3 < 1.0,
+                    );
+                }
                 if np == 1 {
                     single.insert((n, alg), t);
                 } else {
@@ -747,6 +795,17 @@ fn memory(b: &mut Bench) -> anyhow::Result<()> {
         }
         rows.push(vec![e.to_string(), f(rss[0], 0), f(rss[1], 0)]);
         line.push((e as f64 / 1000.0, rss[1]));
+        if e == 500_000 {
+            b.target(
+                "peak RSS per AD rank at 500k function events per step",
+                "≤ 100 MB",
+                format!(
+                    "{:.1} MB (analysis), {:.1} MB (with provenance)",
+                    rss[0], rss[1]
+                ),
+                rss[0] <= 100.0 && rss[1] <= 100.0,
+            );
+        }
     }
     // Cost of one more function event per step, and what is there at none:
     // the straight line through the smallest and largest step measured.
@@ -872,6 +931,17 @@ fn memory(b: &mut Bench) -> anyhow::Result<()> {
         }
     }
     let over_run = |k: usize| rss_growth.get(k).copied().unwrap_or(f64::NAN);
+    b.target(
+        &format!("resident memory over {steps} steps"),
+        "flat (< 1 MB growth without the end-of-run re-evaluation, whose store is bounded \
+         by `--max-stored-anomalies`)",
+        format!(
+            "{:+.2} MB without, {:+.2} MB with the re-evaluation",
+            over_run(1),
+            over_run(0)
+        ),
+        over_run(1) < 1.0,
+    );
     b.note(&format!(
         "Soak: {steps} steps of 4 streams (300 function events per stream and step) on 2 AD \
          ranks, provenance flushed every 100 steps. Resident memory and step time of AD rank 0 \
@@ -1308,6 +1378,7 @@ fn main() -> anyhow::Result<()> {
         report: String::new(),
         write_summary: None,
         missed: Vec::new(),
+        targets: Vec::new(),
         root,
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
@@ -1347,6 +1418,16 @@ fn main() -> anyhow::Result<()> {
         today(),
         started.elapsed().as_secs_f64()
     );
+    if !b.targets.is_empty() {
+        doc.push_str(
+            "\n## Targets\n\nThe project's targets against this run's measurements (each \
+             explained in its section below).\n",
+        );
+        let rows: Vec<Vec<String>> = b.targets.iter().map(|r| r.to_vec()).collect();
+        let report = std::mem::take(&mut b.report);
+        b.table(&["what", "target", "measured", "met"], &rows);
+        doc.push_str(&std::mem::replace(&mut b.report, report));
+    }
     doc.push_str(&b.report);
     doc.push_str(
         &std::fs::read_to_string(b.root.join("docs/benchmarks-notes.md")).unwrap_or_default(),

@@ -90,6 +90,47 @@ pub struct CopodModel {
     n_sign: f64,
     pub local_threshold: f64,
     pub global_threshold: f64,
+    memo: ScoreMemo,
+}
+
+/// The scores of recently judged runtimes of one function. Runtimes are
+/// integer microseconds and repeat a lot (a short MPI call takes 2 µs
+/// thousands of times), and a score costs two CDF lookups and two
+/// logarithms. A cache, not part of the model: it starts empty with every
+/// new model, returns exactly what [`CopodModel::score`] computes, and is
+/// ignored by comparisons.
+#[derive(Clone, Default)]
+struct ScoreMemo {
+    slots: [std::cell::Cell<Option<(u64, f64)>>; MEMO_SLOTS],
+}
+
+/// Slots of [`ScoreMemo`] (direct-mapped by the runtime's low bits).
+const MEMO_SLOTS: usize = 8;
+
+impl ScoreMemo {
+    fn get_or(&self, value: u64, compute: impl FnOnce() -> f64) -> f64 {
+        let slot = &self.slots[value as usize % MEMO_SLOTS];
+        match slot.get() {
+            Some((v, score)) if v == value => score,
+            _ => {
+                let score = compute();
+                slot.set(Some((value, score)));
+                score
+            }
+        }
+    }
+}
+
+impl PartialEq for ScoreMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ScoreMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScoreMemo")
+    }
 }
 
 impl Default for CopodModel {
@@ -102,6 +143,7 @@ impl Default for CopodModel {
             n_sign: 0.0,
             local_threshold: 0.0,
             global_threshold: initial_global_threshold(),
+            memo: ScoreMemo::default(),
         }
     }
 }
@@ -118,6 +160,7 @@ impl CopodModel {
             n_sign: sign(skewness + 1.0),
             local_threshold: 0.0,
             global_threshold: prev_global,
+            memo: ScoreMemo::default(),
         };
         // Score range over the bin midpoints, from the reference's start.
         let mut lo = -ALPHA.log2();
@@ -200,7 +243,8 @@ impl Kernel for CopodKernel {
     }
 
     fn judge(&self, m: &CopodModel, value: u64) -> Verdict {
-        m.judge(value as f64)
+        let score = m.memo.get_or(value, || m.score(value as f64));
+        Verdict::by_threshold(score, m.global_threshold)
     }
 
     fn json(&self, m: &CopodModel) -> serde_json::Value {
@@ -260,6 +304,21 @@ mod tests {
             );
             assert_eq!(v.label, label, "x={x}");
         }
+    }
+
+    #[test]
+    fn memoised_scores_are_the_computed_ones() {
+        let m = example();
+        let k = CopodKernel::default();
+        // 95, 103 and 111 share a memo slot; every value is judged thrice.
+        for _ in 0..3 {
+            for x in [95u64, 103, 111, 95, 101, 250, 650, 700, 705, 250] {
+                let (got, want) = (k.judge(&m, x), m.judge(x as f64));
+                assert_eq!(got.score.to_bits(), want.score.to_bits(), "x={x}");
+                assert_eq!(got.label, want.label, "x={x}");
+            }
+        }
+        assert_eq!(m, example(), "the memo is not part of the model");
     }
 
     #[test]

@@ -34,8 +34,9 @@ use crate::trace::tau::TauStep;
 
 use super::gpu::{self, CorrelationMatcher};
 use super::{
-    AttachRange, CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues,
-    EventOptions, ExecId, Execution, GpuLocation, IndexMap, Span, StepEvents, MAX_PLAUSIBLE_BYTES,
+    AttachRange, CommDirection, CommEvent, CounterEvent, CounterRole, EntryRun, EventIssueKind,
+    EventIssues, EventOptions, ExecId, Execution, GpuLocation, IndexMap, Span, StepEvents,
+    MAX_PLAUSIBLE_BYTES,
 };
 
 /// Threads below this id are found through a plain vector; others through a
@@ -337,6 +338,7 @@ impl StreamEvents {
                 &mut self.sparse_slot,
                 thread,
             );
+            let first = entry_ordinal;
             i += replay_run(
                 &mut self.threads[slot],
                 &funcs[i..],
@@ -350,6 +352,13 @@ impl StreamEvents {
                 &mut range,
             )
             .max(1); // never 0 (the first row is the thread's), but be safe
+            if entry_ordinal > first {
+                sink.out.entry_runs.push(EntryRun {
+                    thread,
+                    first,
+                    end: entry_ordinal,
+                });
+            }
         }
         // Leftover comm/counter rows attach to whatever is open now.
         for &slot in &self.touched {

@@ -470,6 +470,19 @@ pub struct StepEvents {
     /// Smallest and largest timestamp over all rows of the step.
     pub first_ts: Option<u64>,
     pub last_ts: Option<u64>,
+    /// The step's entry ordinals ([`ExecId::idx`]) as runs of one thread,
+    /// in order: rows come grouped by thread, so the entries of a thread are
+    /// a few contiguous ranges, and a search for a thread's neighbours can
+    /// skip the other threads' ranges whole.
+    pub entry_runs: Vec<EntryRun>,
+}
+
+/// Entry ordinals `first..end` of a step all belong to `thread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryRun {
+    pub thread: u64,
+    pub first: u64,
+    pub end: u64,
 }
 
 impl StepEvents {
@@ -486,6 +499,7 @@ impl StepEvents {
         self.issues = EventIssues::default();
         self.first_ts = None;
         self.last_ts = None;
+        self.entry_runs.clear();
     }
 
     /// Messages sent or received while `e` was the innermost open call

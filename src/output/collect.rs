@@ -25,7 +25,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::detect::{Label, Verdict};
-use crate::events::{CommDirection, CommEvent, ExecId, Execution, StepEvents, StreamEvents};
+use crate::events::{
+    CommDirection, CommEvent, EntryRun, ExecId, Execution, StepEvents, StreamEvents,
+};
 use crate::run::names::GlobalNames;
 use crate::trace::format::{Attribute, MONITORING_PREFIX};
 
@@ -155,8 +157,39 @@ fn window_entry(ctx: &StepContext<'_>, j: usize) -> WindowEntry {
     }
 }
 
+/// `rank:step:idx`, formatted on the stack: a record and its window carry
+/// a dozen of these, and going through a heap `String` each time showed up
+/// in the collect phase of anomaly-heavy runs.
 fn id_str(id: &ExecId) -> EventIdStr {
-    fixed(&id.to_string())
+    let mut buf = [0u8; 3 * 20 + 2];
+    let mut len = 0;
+    for (k, v) in [id.rank, id.step, id.idx].into_iter().enumerate() {
+        if k > 0 {
+            buf[len] = b':';
+            len += 1;
+        }
+        len += write_decimal(v, &mut buf[len..]);
+    }
+    fixed(std::str::from_utf8(&buf[..len]).unwrap_or_default())
+}
+
+/// Writes `v` in decimal at the start of `out` (room for 20 digits) and
+/// returns the number of bytes written.
+fn write_decimal(mut v: u64, out: &mut [u8]) -> usize {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for (o, d) in out.iter_mut().zip(digits[..n].iter().rev()) {
+        *o = *d;
+    }
+    n
 }
 
 fn parent_str(p: Option<ExecId>) -> EventIdStr {
@@ -336,20 +369,23 @@ impl StreamProvenance {
     fn neighbours(
         &self,
         step: u64,
-        execs: &[Execution],
+        events: &StepEvents,
         i: usize,
         backward: bool,
         n: usize,
     ) -> Vec<usize> {
+        let execs = &events.executions;
         let e = &execs[i];
-        let current = self.by_idx.iter().copied();
         let older = self.older.iter().copied();
         let seq: Box<dyn Iterator<Item = u32> + '_> = if e.id.step == step {
             let k = e.id.idx as usize;
             if backward {
-                Box::new(current.take(k).rev().chain(older.rev()))
+                Box::new(
+                    self.current_of(events, e.thread, 0..k, true)
+                        .chain(older.rev()),
+                )
             } else {
-                Box::new(current.skip(k + 1))
+                Box::new(self.current_of(events, e.thread, k + 1..usize::MAX, false))
             }
         } else {
             let p = self
@@ -360,13 +396,61 @@ impl StreamProvenance {
             if backward {
                 Box::new(older.take(p).rev())
             } else {
-                Box::new(older.skip(p + 1).chain(current))
+                Box::new(older.skip(p + 1).chain(self.current_of(
+                    events,
+                    e.thread,
+                    0..usize::MAX,
+                    false,
+                )))
             }
         };
         seq.filter(|&j| j != NONE && execs[j as usize].thread == e.thread)
             .take(n)
             .map(|j| j as usize)
             .collect()
+    }
+
+    /// This step's completed executions of `thread` whose entry ordinal is
+    /// in `ordinals`, in entry order (reversed when `backward`). Walks only
+    /// the thread's own runs of entries: scanning the step's whole entry
+    /// order would cross every other thread's entries, which made a
+    /// window near the start of a thread's run cost a pass over the step.
+    fn current_of<'a>(
+        &'a self,
+        events: &'a StepEvents,
+        thread: u64,
+        ordinals: std::ops::Range<usize>,
+        backward: bool,
+    ) -> Box<dyn Iterator<Item = u32> + 'a> {
+        let len = self.by_idx.len();
+        let (lo, hi) = (ordinals.start.min(len), ordinals.end.min(len));
+        let slice = move |first: usize, end: usize| {
+            let (a, b) = (first.max(lo), end.min(hi));
+            &self.by_idx[a.min(b)..b]
+        };
+        if events.entry_runs.is_empty() {
+            // No run information (steps assembled by hand): the whole
+            // entry order, filtered by the caller.
+            let all = slice(0, len).iter().copied();
+            return if backward {
+                Box::new(all.rev())
+            } else {
+                Box::new(all)
+            };
+        }
+        let runs = events.entry_runs.iter().filter(move |r| r.thread == thread);
+        let range = |r: &EntryRun| (r.first as usize, r.end as usize);
+        if backward {
+            Box::new(runs.rev().flat_map(move |r| {
+                let (a, b) = range(r);
+                slice(a, b).iter().rev().copied()
+            }))
+        } else {
+            Box::new(runs.flat_map(move |r| {
+                let (a, b) = range(r);
+                slice(a, b).iter().copied()
+            }))
+        }
     }
 
     fn record(&self, ctx: &StepContext<'_>, i: usize, out: &mut Collection) {
@@ -497,7 +581,7 @@ impl StreamProvenance {
         let mut cands: Vec<WindowEntry> = Vec::with_capacity(4 * w + 4);
         cands.push(entry_of(i));
         for backward in [true, false] {
-            let near = self.neighbours(ctx.step, execs, i, backward, w);
+            let near = self.neighbours(ctx.step, ctx.events, i, backward, w);
             cands.extend(near.into_iter().map(entry_of));
         }
         if let Some(h) = self.history.get(&thread) {
@@ -817,4 +901,22 @@ fn close_record_links(record: &mut ExecRecord, out: &Collection) {
     record.gpu_location_len = len(out.gpu_location.len(), record.gpu_location_start);
     record.gpu_parent_len = len(out.gpu_parent.len(), record.gpu_parent_start);
     record.node_state_len = len(out.node_state.len(), record.node_state_start);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_format_like_their_display() {
+        for (rank, step, idx) in [
+            (0, 0, 0),
+            (3, 17, 123_456),
+            (9, 10, 100),
+            (u64::MAX, u64::MAX, u64::MAX),
+        ] {
+            let id = ExecId { rank, step, idx };
+            assert_eq!(id_str(&id), fixed(&id.to_string()), "{id}");
+        }
+    }
 }
