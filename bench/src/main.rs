@@ -703,9 +703,11 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
         }
     }
     b.note(&format!(
-        "Cost model. Every collective we use (allreduce, allgather of names, exclusive scan) \
-         is modelled as a recursive-doubling exchange: per step `t(P) = log2(P) · (α · c + β · \
-         m)`, with `c` ≈ {calls:.0} collective calls per step and `m` the bytes one rank \
+        "Cost model. Every collective we use (allreduce, allgather of names, exclusive scan, \
+         the barrier that ends the read phase) is modelled as a recursive-doubling exchange: \
+         per step `t(P) = log2(P) · (α · c + β · m)`, with `c` ≈ {calls:.0} collective calls \
+         per step (the barrier's time counts as reading, so the fit slightly underestimates \
+         α) and `m` the bytes one rank \
          contributes per step (the payload grows with the number of functions, not with \
          events, ranks or steps). The communication time of a point is its time minus the \
          1-rank time of the same case (the model update, which does not depend on P). Least \
