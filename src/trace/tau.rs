@@ -304,6 +304,7 @@ impl LastTimestamp {
         }
     }
 
+    #[inline]
     fn get_mut(&mut self, thread: u64) -> &mut u64 {
         if thread < 4096 {
             let t = thread as usize;
@@ -336,6 +337,9 @@ pub struct StepValidator {
     check: Option<RowCheck>,
     /// Last timestamp of each thread in earlier steps, per row kind.
     last_ts: [LastTimestamp; 3],
+    /// The time-order check of this step's function rows, fed as they are
+    /// taken (each chunk is still in cache then).
+    func_order: OrderScan,
 }
 
 /// Reads one TAU stream step by step.
@@ -614,6 +618,7 @@ impl StepValidator {
             dict: Dictionary::default(),
             check: None,
             last_ts: Default::default(),
+            func_order: OrderScan::default(),
         }
     }
 
@@ -646,6 +651,7 @@ impl StepValidator {
     /// known up to and including this step.
     pub fn begin(&mut self, step: &mut TauStep) {
         step.program = self.program_idx;
+        self.func_order = OrderScan::default();
         for attr in &step.new_attributes {
             self.apply_attribute(attr, &mut step.issues);
         }
@@ -655,14 +661,25 @@ impl StepValidator {
     /// appends the ones that can be right to `step.funcs`, narrowed; the
     /// others are counted in `step.issues` and dropped.
     pub fn take_funcs(&mut self, rows: &[FuncRow], first_row: usize, step: &mut TauStep) {
-        let check = self.row_check();
+        let (program_idx, expected_rank) = (self.program_idx, self.expected_rank);
+        let StepValidator {
+            dict,
+            check,
+            last_ts,
+            func_order,
+            ..
+        } = self;
+        let check = check.get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict));
         let issues = &mut step.issues;
         step.funcs.reserve(rows.len());
         step.funcs.extend(
             rows.iter()
                 .enumerate()
                 .filter_map(|(k, row)| match check.func(row) {
-                    Ok(event) => Some(event),
+                    Ok(event) => {
+                        func_order.observe(&event, &mut last_ts[0]);
+                        Some(event)
+                    }
                     Err(kind) => {
                         issues.record(kind, || {
                             format!("event_timestamps row {} = {row:?}", first_row + k)
@@ -687,7 +704,14 @@ impl StepValidator {
             check.counter(row)
         });
         let [f, c, k] = &mut self.last_ts;
-        order_by_thread(&mut step.funcs, f, "event_timestamps", issues);
+        let func_order = std::mem::take(&mut self.func_order);
+        if func_order.seen == step.funcs.len() {
+            func_order.finish(&mut step.funcs, f, "event_timestamps", issues);
+        } else {
+            // The rows were not all taken through `take_funcs` (a failed
+            // read cleared them): check what is there from scratch.
+            order_by_thread(&mut step.funcs, f, "event_timestamps", issues);
+        }
         order_by_thread(&mut step.comms, c, "comm_timestamps", issues);
         order_by_thread(&mut step.counters, k, "counter_values", issues);
     }
@@ -900,6 +924,107 @@ const _: () = assert!(
         && COUNTER_COL_TIMESTAMP == COUNTER_WIDTH - 1
 );
 
+/// The per-thread time-order check of one row kind over one step, fed a
+/// row at a time: counts rows earlier than their thread's previous row of
+/// the step (repaired by sorting) and rows older than the thread's last row
+/// of an earlier step (counted, kept).
+#[derive(Debug)]
+struct OrderScan {
+    step_last: LastTimestamp,
+    /// The thread of the run of rows being scanned (`u64::MAX`: none yet)
+    /// and its newest timestamp so far; rows come grouped by thread, so the
+    /// maps are touched only when the thread changes.
+    thread: u64,
+    newest: u64,
+    /// The thread's last timestamp of earlier steps.
+    previous_step: u64,
+    out_of_order: u64,
+    first_bad: Option<usize>,
+    stale: u64,
+    first_stale: Option<usize>,
+    /// Rows observed so far (the index of the next one).
+    seen: usize,
+}
+
+impl Default for OrderScan {
+    fn default() -> Self {
+        OrderScan {
+            step_last: LastTimestamp::default(),
+            thread: u64::MAX,
+            newest: 0,
+            previous_step: 0,
+            out_of_order: 0,
+            first_bad: None,
+            stale: 0,
+            first_stale: None,
+            seen: 0,
+        }
+    }
+}
+
+impl OrderScan {
+    /// Takes the next row; `last` holds the threads' last timestamps of
+    /// earlier steps.
+    #[inline]
+    fn observe<R: ThreadTimed>(&mut self, row: &R, last: &mut LastTimestamp) {
+        let i = self.seen;
+        self.seen += 1;
+        if row.thread() != self.thread {
+            if self.thread != u64::MAX {
+                *self.step_last.get_mut(self.thread) = self.newest;
+            }
+            self.thread = row.thread();
+            self.newest = *self.step_last.get_mut(self.thread);
+            self.previous_step = *last.get_mut(self.thread);
+        }
+        let ts = row.timestamp();
+        if ts < self.previous_step {
+            self.stale += 1;
+            self.first_stale.get_or_insert(i);
+        }
+        if ts < self.newest {
+            self.out_of_order += 1;
+            self.first_bad.get_or_insert(i);
+        } else {
+            self.newest = ts;
+        }
+    }
+
+    /// Counts the issues of the observed `rows` (with an example), sorts
+    /// them stably by (thread, timestamp) if some thread is out of order,
+    /// and moves `last` on to this step.
+    fn finish<R: ThreadTimed>(
+        mut self,
+        rows: &mut [R],
+        last: &mut LastTimestamp,
+        what: &str,
+        issues: &mut StepIssues,
+    ) {
+        if self.thread != u64::MAX {
+            *self.step_last.get_mut(self.thread) = self.newest;
+        }
+        issues.add(IssueKind::OutOfOrderAcrossSteps, self.stale, || {
+            let i = self.first_stale.unwrap_or(0);
+            format!(
+                "{what} row {i} = {:?} is earlier than its thread's last row of a previous step",
+                rows[i]
+            )
+        });
+        if self.out_of_order > 0 {
+            issues.add(IssueKind::OutOfOrder, self.out_of_order, || {
+                let i = self.first_bad.unwrap_or(0);
+                format!(
+                    "{what} row {i} = {:?} is earlier than its thread's previous row",
+                    rows[i]
+                )
+            });
+            // Stable: rows with equal timestamps keep their stream order.
+            rows.sort_by_key(|r| (r.thread(), r.timestamp()));
+        }
+        last.merge_max(&self.step_last);
+    }
+}
+
 /// Checks that each thread's rows are in time order; if not, sorts the rows
 /// stably by (thread, timestamp). Also counts rows older than the thread's
 /// last row of an earlier step (those cannot be repaired here; they are kept).
@@ -909,54 +1034,9 @@ fn order_by_thread<R: ThreadTimed>(
     what: &str,
     issues: &mut StepIssues,
 ) {
-    let mut step_last = LastTimestamp::default();
-    let (mut out_of_order, mut first_bad) = (0u64, None);
-    let (mut stale, mut first_stale) = (0u64, None);
-    // Rows come grouped by thread: keep the current thread's state in locals
-    // and touch the maps only when the thread changes.
-    let mut thread = u64::MAX;
-    let (mut newest, mut previous_step) = (0u64, 0u64);
-    for (i, row) in rows.iter().enumerate() {
-        if row.thread() != thread {
-            if thread != u64::MAX {
-                *step_last.get_mut(thread) = newest;
-            }
-            thread = row.thread();
-            newest = *step_last.get_mut(thread);
-            previous_step = *last.get_mut(thread);
-        }
-        let ts = row.timestamp();
-        if ts < previous_step {
-            stale += 1;
-            first_stale.get_or_insert(i);
-        }
-        if ts < newest {
-            out_of_order += 1;
-            first_bad.get_or_insert(i);
-        } else {
-            newest = ts;
-        }
+    let mut scan = OrderScan::default();
+    for row in rows.iter() {
+        scan.observe(row, last);
     }
-    if thread != u64::MAX {
-        *step_last.get_mut(thread) = newest;
-    }
-    issues.add(IssueKind::OutOfOrderAcrossSteps, stale, || {
-        let i = first_stale.unwrap_or(0);
-        format!(
-            "{what} row {i} = {:?} is earlier than its thread's last row of a previous step",
-            rows[i]
-        )
-    });
-    if out_of_order > 0 {
-        issues.add(IssueKind::OutOfOrder, out_of_order, || {
-            let i = first_bad.unwrap_or(0);
-            format!(
-                "{what} row {i} = {:?} is earlier than its thread's previous row",
-                rows[i]
-            )
-        });
-        // Stable: rows with equal timestamps keep their stream order.
-        rows.sort_by_key(|r| (r.thread(), r.timestamp()));
-    }
-    last.merge_max(&step_last);
+    scan.finish(rows, last, what, issues);
 }
