@@ -34,8 +34,8 @@ use crate::trace::tau::TauStep;
 
 use super::gpu::{self, CorrelationMatcher};
 use super::{
-    AttachRange, CommDirection, CommEvent, CounterEvent, CounterRole, EntryRun, EventIssueKind,
-    EventIssues, EventOptions, ExecId, Execution, GpuLocation, IndexMap, Span, StepEvents,
+    AttachRange, CommDirection, CommEvent, CounterEvent, CounterRole, EventIssueKind, EventIssues,
+    EventOptions, ExecId, Execution, GpuLocation, IndexMap, Span, StepEvents, ThreadRun,
     MAX_PLAUSIBLE_BYTES,
 };
 
@@ -338,7 +338,7 @@ impl StreamEvents {
                 &mut self.sparse_slot,
                 thread,
             );
-            let first = entry_ordinal;
+            let (first_entry, first_exec) = (entry_ordinal, sink.out.executions.len());
             i += replay_run(
                 &mut self.threads[slot],
                 &funcs[i..],
@@ -352,11 +352,17 @@ impl StreamEvents {
                 &mut range,
             )
             .max(1); // never 0 (the first row is the thread's), but be safe
-            if entry_ordinal > first {
-                sink.out.entry_runs.push(EntryRun {
+            let end_exec = sink.out.executions.len();
+            if entry_ordinal > first_entry || end_exec > first_exec {
+                // Beyond u32 executions (not plausible in one step) the
+                // range reads as empty and the searches fall back to a scan.
+                let narrow = |n: usize| u32::try_from(n).unwrap_or(0);
+                sink.out.thread_runs.push(ThreadRun {
                     thread,
-                    first,
-                    end: entry_ordinal,
+                    first_entry,
+                    end_entry: entry_ordinal,
+                    first_exec: narrow(first_exec),
+                    end_exec: narrow(end_exec),
                 });
             }
         }

@@ -470,19 +470,32 @@ pub struct StepEvents {
     /// Smallest and largest timestamp over all rows of the step.
     pub first_ts: Option<u64>,
     pub last_ts: Option<u64>,
-    /// The step's entry ordinals ([`ExecId::idx`]) as runs of one thread,
-    /// in order: rows come grouped by thread, so the entries of a thread are
-    /// a few contiguous ranges, and a search for a thread's neighbours can
-    /// skip the other threads' ranges whole.
-    pub entry_runs: Vec<EntryRun>,
+    /// The step's rows as runs of one thread, in order: rows come grouped
+    /// by thread, so a thread's entries ([`ExecId::idx`]) and its
+    /// executions here are a few contiguous ranges, and a search among one
+    /// thread's calls can skip the other threads' ranges whole.
+    pub thread_runs: Vec<ThreadRun>,
 }
 
-/// Entry ordinals `first..end` of a step all belong to `thread`.
+/// One run of a step's rows, all of `thread`: the entry ordinals
+/// `first_entry..end_entry` and `executions[first_exec..end_exec]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntryRun {
+pub struct ThreadRun {
     pub thread: u64,
-    pub first: u64,
-    pub end: u64,
+    pub first_entry: u64,
+    pub end_entry: u64,
+    pub first_exec: u32,
+    pub end_exec: u32,
+}
+
+impl ThreadRun {
+    pub fn entries(&self) -> std::ops::Range<usize> {
+        self.first_entry as usize..self.end_entry as usize
+    }
+
+    pub fn executions(&self) -> std::ops::Range<usize> {
+        self.first_exec as usize..self.end_exec as usize
+    }
 }
 
 impl StepEvents {
@@ -499,7 +512,7 @@ impl StepEvents {
         self.issues = EventIssues::default();
         self.first_ts = None;
         self.last_ts = None;
-        self.entry_runs.clear();
+        self.thread_runs.clear();
     }
 
     /// Messages sent or received while `e` was the innermost open call

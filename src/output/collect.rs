@@ -25,9 +25,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::detect::{Label, Verdict};
-use crate::events::{
-    CommDirection, CommEvent, EntryRun, ExecId, Execution, StepEvents, StreamEvents,
-};
+use crate::events::{CommDirection, CommEvent, ExecId, Execution, StepEvents, StreamEvents};
 use crate::run::names::GlobalNames;
 use crate::trace::format::{Attribute, MONITORING_PREFIX};
 
@@ -428,7 +426,7 @@ impl StreamProvenance {
             let (a, b) = (first.max(lo), end.min(hi));
             &self.by_idx[a.min(b)..b]
         };
-        if events.entry_runs.is_empty() {
+        if events.thread_runs.is_empty() {
             // No run information (steps assembled by hand): the whole
             // entry order, filtered by the caller.
             let all = slice(0, len).iter().copied();
@@ -438,17 +436,19 @@ impl StreamProvenance {
                 Box::new(all)
             };
         }
-        let runs = events.entry_runs.iter().filter(move |r| r.thread == thread);
-        let range = |r: &EntryRun| (r.first as usize, r.end as usize);
+        let runs = events
+            .thread_runs
+            .iter()
+            .filter(move |r| r.thread == thread);
         if backward {
             Box::new(runs.rev().flat_map(move |r| {
-                let (a, b) = range(r);
-                slice(a, b).iter().rev().copied()
+                let e = r.entries();
+                slice(e.start, e.end).iter().rev().copied()
             }))
         } else {
             Box::new(runs.flat_map(move |r| {
-                let (a, b) = range(r);
-                slice(a, b).iter().copied()
+                let e = r.entries();
+                slice(e.start, e.end).iter().copied()
             }))
         }
     }
@@ -697,37 +697,49 @@ impl StreamProvenance {
             return;
         }
         let execs = &ctx.events.executions;
+        // Backwards through the step's runs of one thread each, so that a
+        // thread that has its candidates skips the rest of its executions
+        // (without runs: one range of all threads, which must be walked).
+        let runs = &ctx.events.thread_runs;
+        let by_runs = runs.iter().map(|r| r.executions().len()).sum::<usize>() == execs.len();
+        let ranges: Vec<std::ops::Range<usize>> = if by_runs {
+            runs.iter().rev().map(|r| r.executions()).collect()
+        } else {
+            std::iter::once(0..execs.len()).collect()
+        };
         // (thread, newest-by-id candidates sorted by id, done)
         let mut fresh: Vec<(u64, Vec<usize>, bool)> = Vec::new();
         let mut at = 0usize;
-        for (j, x) in execs.iter().enumerate().rev() {
-            if fresh.get(at).map(|f| f.0) != Some(x.thread) {
-                at = match fresh.iter().position(|f| f.0 == x.thread) {
-                    Some(p) => p,
-                    None => {
-                        fresh.push((x.thread, Vec::with_capacity(w + 1), false));
-                        fresh.len() - 1
-                    }
-                };
-            }
-            let (_, top, done) = &mut fresh[at];
-            if *done {
-                continue;
-            }
-            if top.len() == w {
-                let earliest = execs[top[0]].entry;
-                if x.exit < earliest {
+        for range in ranges {
+            for j in range.rev() {
+                let x = &execs[j];
+                if fresh.get(at).map(|f| f.0) != Some(x.thread) {
+                    at = match fresh.iter().position(|f| f.0 == x.thread) {
+                        Some(p) => p,
+                        None => {
+                            fresh.push((x.thread, Vec::with_capacity(w + 1), false));
+                            fresh.len() - 1
+                        }
+                    };
+                }
+                let (_, top, done) = &mut fresh[at];
+                if !*done && top.len() == w && x.exit < execs[top[0]].entry {
                     *done = true;
+                }
+                if *done {
+                    if by_runs {
+                        break; // the rest of this run is the same thread's
+                    }
                     continue;
                 }
-                if x.id < execs[top[0]].id {
+                if top.len() == w && x.id < execs[top[0]].id {
                     continue;
                 }
-            }
-            let pos = top.partition_point(|&k| execs[k].id < x.id);
-            top.insert(pos, j);
-            if top.len() > w {
-                top.remove(0);
+                let pos = top.partition_point(|&k| execs[k].id < x.id);
+                top.insert(pos, j);
+                if top.len() > w {
+                    top.remove(0);
+                }
             }
         }
         for (thread, top, _) in fresh {
