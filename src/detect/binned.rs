@@ -7,7 +7,7 @@
 //! rank. Labelling then only reads the derived model.
 
 use super::fine::{bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS};
-use super::{fnv1a, Detector, Label, ModelSnapshot, Verdict, Wire};
+use super::{fnv1a, moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 
 /// The detector-specific part: how a labelling model is derived from the
 /// fine histogram, and how it scores a runtime.
@@ -164,19 +164,9 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         let f = function as usize;
         let empty = FineHist::default();
         let h = self.fine.global.get(f).unwrap_or(&empty);
-        let m = &h.moments;
-        let mut v = serde_json::json!({
-            "algorithm": self.kernel.name(),
-            "count": m.n,
-            "mean": m.mean(),
-            "stddev": m.stddev(1),
-            "skewness": m.skewness(),
-            "kurtosis": m.kurtosis(),
-            "minimum": if m.n > 0 { Some(m.min) } else { None },
-            "maximum": if m.n > 0 { Some(m.max) } else { None },
-            "threshold": self.threshold(function),
-            "fine_histogram": fine_json(h),
-        });
+        let mut v = moments_json(self.kernel.name(), &h.moments);
+        v["threshold"] = self.threshold(function).into();
+        v["fine_histogram"] = fine_json(h);
         if let Some(t) = self.fine.traffic.get(f) {
             v["fine_histogram"]["steps_merged"] = t.steps.into();
             v["fine_histogram"]["groups_merged"] = t.groups.into();

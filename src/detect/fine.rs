@@ -470,24 +470,6 @@ mod tests {
         assert_eq!(c.iter().count(), 0);
     }
 
-    /// Reduces rank wires as MPI would (SUM, MIN, MAX, BOR).
-    fn reduce(ws: &[Wire]) -> Wire {
-        let mut r = ws[0].clone();
-        for w in &ws[1..] {
-            r.sum.iter_mut().zip(&w.sum).for_each(|(a, b)| *a += b);
-            r.min
-                .iter_mut()
-                .zip(&w.min)
-                .for_each(|(a, b)| *a = (*a).min(*b));
-            r.max
-                .iter_mut()
-                .zip(&w.max)
-                .for_each(|(a, b)| *a = (*a).max(*b));
-            r.or.iter_mut().zip(&w.or).for_each(|(a, b)| *a |= b);
-        }
-        r
-    }
-
     fn step(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>]) {
         for (m, d) in ranks.iter_mut().zip(data) {
             for &(f, v) in d {
@@ -495,12 +477,12 @@ mod tests {
             }
         }
         let w1: Vec<Wire> = ranks.iter_mut().map(|m| m.take_partial()).collect();
-        let r1 = reduce(&w1);
+        let r1 = Wire::reduce_all(&w1);
         for m in ranks.iter_mut() {
             assert!(m.merge_reduced(&r1).is_none());
         }
         let w2: Vec<Wire> = ranks.iter_mut().map(|m| m.next_round().unwrap()).collect();
-        let r2 = reduce(&w2);
+        let r2 = Wire::reduce_all(&w2);
         for m in ranks.iter_mut() {
             assert!(m.merge_reduced(&r2).is_some());
             assert!(m.next_round().is_none());

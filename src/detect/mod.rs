@@ -208,6 +208,21 @@ impl ModelSnapshot {
     }
 }
 
+/// The part of a detector's `model_json` every detector shares: its name
+/// and the statistics of a function's global moments.
+pub fn moments_json(algorithm: &str, m: &exact::ExactMoments) -> serde_json::Value {
+    serde_json::json!({
+        "algorithm": algorithm,
+        "count": m.n,
+        "mean": m.mean(),
+        "stddev": m.stddev(1),
+        "skewness": m.skewness(),
+        "kurtosis": m.kurtosis(),
+        "minimum": if m.n > 0 { Some(m.min) } else { None },
+        "maximum": if m.n > 0 { Some(m.max) } else { None },
+    })
+}
+
 /// One normal runtime mode of the `modal` detector.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ModeSnapshot {

@@ -5,7 +5,7 @@
 //! stddev are bit-identical on every rank for any number of ranks.
 
 use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
-use super::{fnv1a, Detector, Label, ModelSnapshot, Verdict, Wire};
+use super::{fnv1a, moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 
 /// SSTD parameters.
 #[derive(Debug, Clone)]
@@ -189,23 +189,15 @@ impl Detector for Sstd {
     fn model_json(&self, function: u32) -> serde_json::Value {
         let m = self.moments(function);
         let (lo, hi) = self.thresholds(function);
-        serde_json::json!({
-            "algorithm": "sstd",
-            "count": m.n,
-            "mean": m.mean(),
-            "stddev": m.stddev(1),
-            "skewness": m.skewness(),
-            "kurtosis": m.kurtosis(),
-            "minimum": if m.n > 0 { Some(m.min) } else { None },
-            "maximum": if m.n > 0 { Some(m.max) } else { None },
-            "sigma": self.sigma(function),
-            "threshold_low": lo,
-            "threshold_high": hi,
-            "sum": m.s1.to_string(),
-            "sum_squares": m.s2.to_string(),
-            "sum_cubes": m.s3.to_decimal(),
-            "sum_fourth_powers": m.s4.to_decimal(),
-        })
+        let mut v = moments_json("sstd", &m);
+        v["sigma"] = self.sigma(function).into();
+        v["threshold_low"] = lo.into();
+        v["threshold_high"] = hi.into();
+        v["sum"] = m.s1.to_string().into();
+        v["sum_squares"] = m.s2.to_string().into();
+        v["sum_cubes"] = m.s3.to_decimal().into();
+        v["sum_fourth_powers"] = m.s4.to_decimal().into();
+        v
     }
 
     fn model_snapshot(&self, function: u32) -> ModelSnapshot {

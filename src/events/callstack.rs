@@ -354,15 +354,12 @@ impl StreamEvents {
             .max(1); // never 0 (the first row is the thread's), but be safe
             let end_exec = sink.out.executions.len();
             if entry_ordinal > first_entry || end_exec > first_exec {
-                // Beyond u32 executions (not plausible in one step) the
-                // range reads as empty and the searches fall back to a scan.
-                let narrow = |n: usize| u32::try_from(n).unwrap_or(0);
                 sink.out.thread_runs.push(ThreadRun {
                     thread,
                     first_entry,
                     end_entry: entry_ordinal,
-                    first_exec: narrow(first_exec),
-                    end_exec: narrow(end_exec),
+                    first_exec,
+                    end_exec,
                 });
             }
         }

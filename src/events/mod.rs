@@ -301,6 +301,17 @@ impl Execution {
         self.exit.saturating_sub(self.entry)
     }
 
+    /// The runtime the detectors judge: inclusive with `--use-inclusive`,
+    /// otherwise exclusive.
+    #[inline]
+    pub fn judged_runtime(&self, use_inclusive: bool) -> u64 {
+        if use_inclusive {
+            self.inclusive()
+        } else {
+            self.exclusive
+        }
+    }
+
     /// Application rank of the stream.
     pub fn rank(&self) -> u64 {
         self.id.rank
@@ -484,8 +495,8 @@ pub struct ThreadRun {
     pub thread: u64,
     pub first_entry: u64,
     pub end_entry: u64,
-    pub first_exec: u32,
-    pub end_exec: u32,
+    pub first_exec: usize,
+    pub end_exec: usize,
 }
 
 impl ThreadRun {
@@ -494,7 +505,7 @@ impl ThreadRun {
     }
 
     pub fn executions(&self) -> std::ops::Range<usize> {
-        self.first_exec as usize..self.end_exec as usize
+        self.first_exec..self.end_exec
     }
 }
 

@@ -468,13 +468,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         // 4 summarize: this step's partial model (and the run's profiles)
         let t = Instant::now();
         let use_inclusive = args.use_inclusive;
-        let value = |e: &Execution| {
-            if use_inclusive {
-                e.inclusive()
-            } else {
-                e.exclusive
-            }
-        };
+        let value = |e: &Execution| e.judged_runtime(use_inclusive);
         // One pass over the executions for the model and the profiles: a
         // big step's executions do not fit in cache, so every pass costs a
         // trip through memory.
@@ -719,13 +713,7 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // and in-situ anomalies are re-judged against it (as the reference does
     // before its final write): early steps have thin models, so some calls
     // flagged then are ordinary once the whole run is known.
-    let value = |e: &Execution| {
-        if args.use_inclusive {
-            e.inclusive()
-        } else {
-            e.exclusive
-        }
-    };
+    let value = |e: &Execution| e.judged_runtime(args.use_inclusive);
     let calls_in_steps = coll.calls_made() - calls_before;
     let mut end_failure: Option<String> = None;
     for (done_step, e) in std::mem::take(&mut pending) {

@@ -507,15 +507,10 @@ impl TauStreamReader {
             &mut self.func_chunk,
             |rows, first_row| validator.take_funcs(rows, first_row, step),
         );
-        match read {
-            Ok(_) => Ok(()),
-            Err(AdiosError::Invalid { msg, .. }) => {
-                step.issues.record(IssueKind::BadArray, || msg);
-                step.funcs.clear();
-                Ok(())
-            }
-            Err(e) => Err(e),
+        if !array_read(read, &mut step.issues)? {
+            step.funcs.clear();
         }
+        Ok(())
     }
 
     /// Reads a count scalar and its array; the array is read with an explicit
@@ -532,15 +527,11 @@ impl TauStreamReader {
         let Some(n) = n else {
             return Ok((buf, declared));
         };
-        match self.reader.read_rows_into::<W>(rows_var, n, &mut buf) {
-            Ok(_) => Ok((buf, declared)),
-            Err(AdiosError::Invalid { msg, .. }) => {
-                issues.record(IssueKind::BadArray, || msg);
-                buf.clear();
-                Ok((buf, declared))
-            }
-            Err(e) => Err(e),
+        let read = self.reader.read_rows_into::<W>(rows_var, n, &mut buf);
+        if !array_read(read, issues)? {
+            buf.clear();
         }
+        Ok((buf, declared))
     }
 
     /// The count scalar of a row array (as declared) and the number of rows
@@ -661,15 +652,15 @@ impl StepValidator {
     /// appends the ones that can be right to `step.funcs`, narrowed; the
     /// others are counted in `step.issues` and dropped.
     pub fn take_funcs(&mut self, rows: &[FuncRow], first_row: usize, step: &mut TauStep) {
-        let (program_idx, expected_rank) = (self.program_idx, self.expected_rank);
         let StepValidator {
+            program_idx,
+            expected_rank,
             dict,
             check,
             last_ts,
             func_order,
-            ..
         } = self;
-        let check = check.get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict));
+        let check = row_check(check, *program_idx, *expected_rank, dict);
         let issues = &mut step.issues;
         step.funcs.reserve(rows.len());
         step.funcs.extend(
@@ -695,7 +686,12 @@ impl StepValidator {
     /// three kinds in time order; counts rows older than their thread's rows
     /// of earlier steps.
     pub fn finish(&mut self, step: &mut TauStep) {
-        let check = self.row_check();
+        let check = row_check(
+            &mut self.check,
+            self.program_idx,
+            self.expected_rank,
+            &self.dict,
+        );
         let issues = &mut step.issues;
         validate_rows(&mut step.comms, "comm_timestamps", issues, |row| {
             check.comm(row)
@@ -714,13 +710,6 @@ impl StepValidator {
         }
         order_by_thread(&mut step.comms, c, "comm_timestamps", issues);
         order_by_thread(&mut step.counters, k, "counter_values", issues);
-    }
-
-    /// The dictionary's lookup tables, rebuilt only after it changed.
-    fn row_check(&mut self) -> &RowCheck {
-        let (program_idx, expected_rank, dict) = (self.program_idx, self.expected_rank, &self.dict);
-        self.check
-            .get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict))
     }
 
     /// Records one attribute in the dictionary, or counts it as malformed.
@@ -757,6 +746,32 @@ impl StepValidator {
             }),
         }
     }
+}
+
+/// Whether a row array was read: an array ADIOS2 calls invalid (wrong type
+/// or shape) is a counted issue of the step, not an error of the stream,
+/// and reads as `false`; the caller drops what it got of it.
+fn array_read(read: Result<bool, AdiosError>, issues: &mut StepIssues) -> Result<bool, AdiosError> {
+    match read {
+        Ok(_) => Ok(true),
+        Err(AdiosError::Invalid { msg, .. }) => {
+            issues.record(IssueKind::BadArray, || msg);
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The dictionary's lookup tables, rebuilt only after it changed (`check`
+/// was reset). A function of the validator's fields rather than a method,
+/// so that callers can hold its other fields at the same time.
+fn row_check<'a>(
+    check: &'a mut Option<RowCheck>,
+    program_idx: u64,
+    expected_rank: Option<u64>,
+    dict: &Dictionary,
+) -> &'a RowCheck {
+    check.get_or_insert_with(|| RowCheck::new(program_idx, expected_rank, dict))
 }
 
 /// Event-type codes in the lookup table.
