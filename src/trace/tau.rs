@@ -661,24 +661,20 @@ impl StepValidator {
             func_order,
         } = self;
         let check = row_check(check, *program_idx, *expected_rank, dict);
-        let issues = &mut step.issues;
-        step.funcs.reserve(rows.len());
-        step.funcs.extend(
-            rows.iter()
-                .enumerate()
-                .filter_map(|(k, row)| match check.func(row) {
-                    Ok(event) => {
-                        func_order.observe(&event, &mut last_ts[0]);
-                        Some(event)
-                    }
-                    Err(kind) => {
-                        issues.record(kind, || {
-                            format!("event_timestamps row {} = {row:?}", first_row + k)
-                        });
-                        None
-                    }
-                }),
-        );
+        let (funcs, issues) = (&mut step.funcs, &mut step.issues);
+        funcs.reserve(rows.len());
+        // A plain loop, not `filter_map` + `extend`: this is the reader's
+        // per-row hot path, and the loop keeps the check and the order scan
+        // inline, with the rare bad row handled out of line.
+        for (k, row) in rows.iter().enumerate() {
+            match check.func(row) {
+                Ok(event) => {
+                    func_order.observe(&event, &mut last_ts[0]);
+                    funcs.push(event);
+                }
+                Err(kind) => record_bad_func_row(issues, kind, row, first_row + k),
+            }
+        }
     }
 
     /// Last part of checking a step: drops impossible comm and counter rows
@@ -746,6 +742,13 @@ impl StepValidator {
             }),
         }
     }
+}
+
+/// Counts a function row the checks rejected (kept out of the row loop).
+#[cold]
+#[inline(never)]
+fn record_bad_func_row(issues: &mut StepIssues, kind: IssueKind, row: &FuncRow, index: usize) {
+    issues.record(kind, || format!("event_timestamps row {index} = {row:?}"));
 }
 
 /// Whether a row array was read: an array ADIOS2 calls invalid (wrong type
@@ -822,7 +825,7 @@ impl RowCheck {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn common(&self, program: u64, rank: u64, thread: u64) -> Result<(), IssueKind> {
         if program >= MAX_PROGRAM {
             return Err(IssueKind::BadProgram);
@@ -842,7 +845,7 @@ impl RowCheck {
 
     /// A function row that passes every check, narrowed: the checks bound
     /// rank, thread, event type and function index below 2^32.
-    #[inline]
+    #[inline(always)]
     fn func(&self, row: &FuncRow) -> Result<FuncEvent, IssueKind> {
         self.common(row[COL_PROGRAM], row[COL_RANK], row[COL_THREAD])?;
         if lookup(&self.event_type, row[FUNC_COL_EVENT_TYPE], ET_NONE) != ET_FUNCTION {
@@ -980,7 +983,7 @@ impl Default for OrderScan {
 impl OrderScan {
     /// Takes the next row; `last` holds the threads' last timestamps of
     /// earlier steps.
-    #[inline]
+    #[inline(always)]
     fn observe<R: ThreadTimed>(&mut self, row: &R, last: &mut LastTimestamp) {
         let i = self.seen;
         self.seen += 1;
