@@ -802,7 +802,11 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         ),
         dropped: f.dropped,
     };
-    let exec = Execution::new(
+    let index = out.executions.len() as u32;
+    // Built straight into the vector (not in a local first and then
+    // copied): this runs once per execution, and the copy of a freshly
+    // written 112-byte local costs more than everything else here.
+    out.executions.push(Execution::new(
         f.id,
         sink.program,
         th.thread,
@@ -815,11 +819,10 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         f.n_children,
         th.gpu.is_some(),
         attach,
-    );
-    debug_assert_eq!(exec.inclusive(), inclusive);
-    let index = out.executions.len() as u32;
-    out.executions.push(exec);
+    ));
     if !attach.correlation_ids.is_empty() {
+        let exec = out.executions[index as usize];
+        debug_assert_eq!(exec.inclusive(), inclusive);
         let ids = attach.correlation_ids.of(&out.correlation_ids);
         if let Some(partner) =
             sink.correlations
