@@ -304,8 +304,19 @@ impl LastTimestamp {
         }
     }
 
-    #[inline]
+    /// Inlined with the growth out of line: rows whose threads interleave
+    /// (counter rows, in time order across threads) call this per row.
+    #[inline(always)]
     fn get_mut(&mut self, thread: u64) -> &mut u64 {
+        let t = thread as usize;
+        if thread < 4096 && t < self.dense.len() {
+            return &mut self.dense[t];
+        }
+        self.get_mut_slow(thread)
+    }
+
+    #[inline(never)]
+    fn get_mut_slow(&mut self, thread: u64) -> &mut u64 {
         if thread < 4096 {
             let t = thread as usize;
             if self.dense.len() <= t {
