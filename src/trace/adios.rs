@@ -104,6 +104,10 @@ pub type Result<T> = std::result::Result<T, AdiosError>;
 /// function rows).
 const READ_CHUNK_ROWS: usize = 1 << 16;
 
+/// Rows per get within one perform of a chunked read (4 Ki rows = 192 KiB
+/// of function rows): see [`StreamReader::get_rows_in_parts`].
+const READ_PART_ROWS: usize = 1 << 12;
+
 /// Outcome of [`StreamReader::begin_step`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepStatus {
@@ -324,6 +328,12 @@ impl StreamReader {
                 .any(|(k, _)| k.eq_ignore_ascii_case("BeginStepPollingFrequencySecs"))
         {
             params.push(("BeginStepPollingFrequencySecs".into(), "0.05".into()));
+        }
+        // BP5 splits a perform with several gets over threads it starts
+        // for that perform, as many as the node has cores; the stream
+        // already has a thread of its own, and the AD rank's cores are busy.
+        if engine.is_file() && !params.iter().any(|(k, _)| k.eq_ignore_ascii_case("Threads")) {
+            params.push(("Threads".into(), "1".into()));
         }
         let ctx = Context::new(&path_s, &opts.io_name, engine, &params)?;
         let name_c = cstring(&path_s, &path_s)?;
@@ -546,9 +556,9 @@ impl StreamReader {
             let rows = (n - done).min(chunk_rows);
             scratch.clear();
             // SAFETY: `scratch` has capacity for min(n, chunk_rows) >= rows
-            // rows; they are marked initialised only after the get.
+            // rows; they are marked initialised only after the gets.
             unsafe {
-                self.get_rows::<W>(var, name, done, rows, scratch.as_mut_ptr())?;
+                self.get_rows_in_parts::<W>(var, name, done, rows, scratch.as_mut_ptr())?;
                 scratch.set_len(rows);
             }
             each(scratch, done);
@@ -611,6 +621,58 @@ impl StreamReader {
         // sync get completes before return.
         check(&self.path, &op, unsafe {
             sys::adios2_get(self.engine, var, dst as *mut c_void, sys::adios2_mode_sync)
+        })
+    }
+
+    /// Like [`get_rows`](Self::get_rows), as deferred gets of at most
+    /// [`READ_PART_ROWS`] rows each, completed by one perform: the engine
+    /// stages each get through a buffer it clears once per perform, sized
+    /// for the largest get, so small parts in one perform cost one small
+    /// clear and keep the staging buffer in cache.
+    ///
+    /// # Safety
+    /// As for [`get_rows`](Self::get_rows).
+    unsafe fn get_rows_in_parts<const W: usize>(
+        &mut self,
+        var: *mut sys::adios2_variable,
+        name: &str,
+        start: usize,
+        rows: usize,
+        dst: *mut [u64; W],
+    ) -> Result<()> {
+        if rows <= READ_PART_ROWS {
+            // SAFETY: the caller's contract.
+            return unsafe { self.get_rows::<W>(var, name, start, rows, dst) };
+        }
+        let (op_select, op_get, op_perform) = (
+            format!("adios2_set_selection({name})"),
+            format!("adios2_get({name})"),
+            format!("adios2_perform_gets({name})"),
+        );
+        let mut part = 0usize;
+        while part < rows {
+            let len = (rows - part).min(READ_PART_ROWS);
+            let sel_start = [start + part, 0usize];
+            let count = [len, W];
+            // SAFETY: var valid; start/count arrays of length 2 match ndims.
+            check(&self.path, &op_select, unsafe {
+                sys::adios2_set_selection(var, 2, sel_start.as_ptr(), count.as_ptr())
+            })?;
+            // SAFETY: dst + part is valid for `len` rows (caller's contract);
+            // it is written by the perform below, before this returns.
+            check(&self.path, &op_get, unsafe {
+                sys::adios2_get(
+                    self.engine,
+                    var,
+                    dst.add(part) as *mut c_void,
+                    sys::adios2_mode_deferred,
+                )
+            })?;
+            part += len;
+        }
+        // SAFETY: engine valid; completes the deferred gets above.
+        check(&self.path, &op_perform, unsafe {
+            sys::adios2_perform_gets(self.engine)
         })
     }
 
