@@ -332,7 +332,11 @@ impl StreamReader {
         // BP5 splits a perform with several gets over threads it starts
         // for that perform, as many as the node has cores; the stream
         // already has a thread of its own, and the AD rank's cores are busy.
-        if engine.is_file() && !params.iter().any(|(k, _)| k.eq_ignore_ascii_case("Threads")) {
+        if engine.is_file()
+            && !params
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("Threads"))
+        {
             params.push(("Threads".into(), "1".into()));
         }
         let ctx = Context::new(&path_s, &opts.io_name, engine, &params)?;
