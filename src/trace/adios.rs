@@ -528,7 +528,14 @@ impl StreamReader {
             // SAFETY: `out` has capacity for n rows, so rows done..done+rows
             // fit; they are marked initialised only after the get filled them.
             unsafe {
-                self.get_rows::<W>(var, name, done, rows, out.as_mut_ptr().add(done))?;
+                self.get_rows::<W>(
+                    var,
+                    name,
+                    done,
+                    rows,
+                    out.as_mut_ptr().add(done),
+                    sys::adios2_mode_sync,
+                )?;
                 out.set_len(done + rows);
             }
             done += rows;
@@ -598,13 +605,14 @@ impl StreamReader {
         Ok(Some(var))
     }
 
-    /// Reads rows `start..start + rows` of `var` into `dst` with a
-    /// synchronous get.
+    /// Selects rows `start..start + rows` of `var` and gets them into `dst`
+    /// in `mode` (a deferred get is complete after the next perform).
     ///
     /// # Safety
     /// `var` comes from [`row_array`](Self::row_array) for this step with
     /// `start + rows` within its shape, and `dst` is valid for writing
-    /// `rows` rows of `W` `u64` (`[u64; W]` has no padding).
+    /// `rows` rows of `W` `u64` (`[u64; W]` has no padding) until the get
+    /// completes.
     unsafe fn get_rows<const W: usize>(
         &mut self,
         var: *mut sys::adios2_variable,
@@ -612,6 +620,7 @@ impl StreamReader {
         start: usize,
         rows: usize,
         dst: *mut [u64; W],
+        mode: sys::adios2_mode,
     ) -> Result<()> {
         let sel_start = [start, 0usize];
         let count = [rows, W];
@@ -621,18 +630,18 @@ impl StreamReader {
             sys::adios2_set_selection(var, 2, sel_start.as_ptr(), count.as_ptr())
         })?;
         let op = format!("adios2_get({name})");
-        // SAFETY: dst is valid for the selection (caller's contract); the
-        // sync get completes before return.
+        // SAFETY: dst is valid for the selection until the get completes
+        // (caller's contract).
         check(&self.path, &op, unsafe {
-            sys::adios2_get(self.engine, var, dst as *mut c_void, sys::adios2_mode_sync)
+            sys::adios2_get(self.engine, var, dst as *mut c_void, mode)
         })
     }
 
-    /// Like [`get_rows`](Self::get_rows), as deferred gets of at most
-    /// [`READ_PART_ROWS`] rows each, completed by one perform: the engine
-    /// stages each get through a buffer it clears once per perform, sized
-    /// for the largest get, so small parts in one perform cost one small
-    /// clear and keep the staging buffer in cache.
+    /// Reads rows `start..start + rows` of `var` into `dst` as deferred gets
+    /// of at most [`READ_PART_ROWS`] rows each, completed by one perform:
+    /// the engine stages each get through a buffer it clears once per
+    /// perform, sized for the largest get, so small parts in one perform
+    /// cost one small clear and keep the staging buffer in cache.
     ///
     /// # Safety
     /// As for [`get_rows`](Self::get_rows).
@@ -645,37 +654,31 @@ impl StreamReader {
         dst: *mut [u64; W],
     ) -> Result<()> {
         if rows <= READ_PART_ROWS {
-            // SAFETY: the caller's contract.
-            return unsafe { self.get_rows::<W>(var, name, start, rows, dst) };
+            // SAFETY: the caller's contract; the sync get completes here.
+            return unsafe {
+                self.get_rows::<W>(var, name, start, rows, dst, sys::adios2_mode_sync)
+            };
         }
-        let (op_select, op_get, op_perform) = (
-            format!("adios2_set_selection({name})"),
-            format!("adios2_get({name})"),
-            format!("adios2_perform_gets({name})"),
-        );
         let mut part = 0usize;
         while part < rows {
             let len = (rows - part).min(READ_PART_ROWS);
-            let sel_start = [start + part, 0usize];
-            let count = [len, W];
-            // SAFETY: var valid; start/count arrays of length 2 match ndims.
-            check(&self.path, &op_select, unsafe {
-                sys::adios2_set_selection(var, 2, sel_start.as_ptr(), count.as_ptr())
-            })?;
-            // SAFETY: dst + part is valid for `len` rows (caller's contract);
-            // it is written by the perform below, before this returns.
-            check(&self.path, &op_get, unsafe {
-                sys::adios2_get(
-                    self.engine,
+            // SAFETY: dst + part is valid for `len` rows (caller's contract)
+            // and is written by the perform below, before this returns.
+            unsafe {
+                self.get_rows::<W>(
                     var,
-                    dst.add(part) as *mut c_void,
+                    name,
+                    start + part,
+                    len,
+                    dst.add(part),
                     sys::adios2_mode_deferred,
-                )
-            })?;
+                )?;
+            }
             part += len;
         }
+        let op = format!("adios2_perform_gets({name})");
         // SAFETY: engine valid; completes the deferred gets above.
-        check(&self.path, &op_perform, unsafe {
+        check(&self.path, &op, unsafe {
             sys::adios2_perform_gets(self.engine)
         })
     }
