@@ -154,6 +154,9 @@ pub struct StreamEvents {
 /// apart from the thread states so both can be borrowed at once.
 struct Sink<'a> {
     out: &'a mut StepEvents,
+    /// Called with each execution as it completes (and its index in
+    /// `out.executions`).
+    on_complete: &'a mut dyn FnMut(usize, &Execution),
     correlations: &'a mut CorrelationMatcher,
     program: u32,
     rank: u64,
@@ -310,6 +313,23 @@ impl StreamEvents {
         map: &IndexMap,
         out: &mut StepEvents,
     ) {
+        self.process_step_observed(step, tau, map, out, &mut |_, _| {});
+    }
+
+    /// Like [`StreamEvents::process_step_into`], and hands every execution
+    /// to `on_complete` (with its index in `out.executions`) the moment it
+    /// completes, in the order of `out.executions`. What a caller needs
+    /// from every execution is cheapest to take there: the execution was
+    /// just written and is still in cache, while a later pass over a big
+    /// step's executions is a trip through memory.
+    pub fn process_step_observed(
+        &mut self,
+        step: u64,
+        tau: &TauStep,
+        map: &IndexMap,
+        out: &mut StepEvents,
+        on_complete: &mut dyn FnMut(usize, &Execution),
+    ) {
         out.clear();
         self.apply_metadata(tau);
         self.build_event_codes(map);
@@ -318,9 +338,10 @@ impl StreamEvents {
         self.distribute_counters(tau, map, out, &mut range);
 
         // Roughly half the function rows are EXITs.
-        out.executions.reserve(tau.funcs.len() / 2);
+        reserve_empty(&mut out.executions, tau.funcs.len() / 2);
         let mut sink = Sink {
             out,
+            on_complete,
             correlations: &mut self.correlations,
             program: self.program,
             rank: self.rank,
@@ -377,6 +398,12 @@ impl StreamEvents {
         self.touched.clear();
         sink.correlations
             .expire(step, &self.opts, &mut sink.out.issues);
+        // Entries that never completed (or were rejected) at the end too.
+        let out = sink.out;
+        out.exec_of_entry
+            .resize(entry_ordinal as usize, StepEvents::NOT_HERE);
+        let execs = &out.executions;
+        out.carried.sort_unstable_by_key(|&i| execs[i as usize].id);
         out.first_ts = range.first;
         out.last_ts = range.last;
     }
@@ -548,6 +575,16 @@ fn slot_of(
     }
 }
 
+/// Makes room for `n` elements in the empty `v`. A plain `reserve` would
+/// `realloc`, which copies the whole old allocation although nothing in it
+/// is kept: megabytes for a big step's executions.
+fn reserve_empty<T>(v: &mut Vec<T>, n: usize) {
+    debug_assert!(v.is_empty());
+    if v.capacity() < n {
+        *v = Vec::with_capacity(n.max(2 * v.capacity()));
+    }
+}
+
 /// Table lookup by a 64-bit row value; out of range gives `default`.
 #[inline]
 fn lookup<T: Copy>(table: &[T], idx: u64, default: T) -> T {
@@ -658,6 +695,9 @@ fn replay_run(
             if let Some(parent) = th.stack.last_mut() {
                 parent.n_children = parent.n_children.saturating_add(1);
             }
+            // A slot for the execution, set when (if) it completes this step.
+            let entries = &mut sink.out.exec_of_entry;
+            entries.resize(ordinal as usize + 1, StepEvents::NOT_HERE);
             th.stack.push(Frame {
                 id: ExecId {
                     rank: sink.rank,
@@ -802,7 +842,8 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         ),
         dropped: f.dropped,
     };
-    let index = out.executions.len() as u32;
+    let at = out.executions.len();
+    let index = at as u32;
     // Built straight into the vector (not in a local first and then
     // copied): this runs once per execution, and the copy of a freshly
     // written 112-byte local costs more than everything else here.
@@ -820,8 +861,16 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         th.gpu.is_some(),
         attach,
     ));
+    if f.id.step == sink.step {
+        if let Some(slot) = out.exec_of_entry.get_mut(f.id.idx as usize) {
+            *slot = index;
+        }
+    } else {
+        out.carried.push(index);
+    }
+    (sink.on_complete)(at, &out.executions[at]);
     if !attach.correlation_ids.is_empty() {
-        let exec = out.executions[index as usize];
+        let exec = out.executions[at];
         debug_assert_eq!(exec.inclusive(), inclusive);
         let ids = attach.correlation_ids.of(&out.correlation_ids);
         if let Some(partner) =

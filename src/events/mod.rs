@@ -486,6 +486,15 @@ pub struct StepEvents {
     /// executions here are a few contiguous ranges, and a search among one
     /// thread's calls can skip the other threads' ranges whole.
     pub thread_runs: Vec<ThreadRun>,
+    /// By entry ordinal ([`ExecId::idx`] of this step's ids): the index in
+    /// `executions` of the call entered there if it completed this step,
+    /// [`StepEvents::NOT_HERE`] otherwise. Filled as calls complete, while
+    /// they are in cache (a later pass over a big step's executions would
+    /// be a trip through memory).
+    pub exec_of_entry: Vec<u32>,
+    /// Indices in `executions` of the calls that entered in an earlier
+    /// step, sorted by id.
+    pub carried: Vec<u32>,
 }
 
 /// One run of a step's rows, all of `thread`: the entry ordinals
@@ -510,6 +519,26 @@ impl ThreadRun {
 }
 
 impl StepEvents {
+    /// In [`StepEvents::exec_of_entry`]: no execution of this step.
+    pub const NOT_HERE: u32 = u32::MAX;
+
+    /// Index in `executions` of the execution with id `id` (`step` is this
+    /// step's number), if it completed this step.
+    pub fn find(&self, step: u64, id: ExecId) -> Option<usize> {
+        if id.step == step {
+            let k = usize::try_from(id.idx).ok()?;
+            match self.exec_of_entry.get(k) {
+                Some(&i) if i != Self::NOT_HERE => Some(i as usize),
+                _ => None,
+            }
+        } else {
+            self.carried
+                .binary_search_by_key(&id, |&i| self.executions[i as usize].id)
+                .ok()
+                .map(|p| self.carried[p] as usize)
+        }
+    }
+
     /// Empties the buffers, keeping their capacity. O(1) per field: none of
     /// the element types owns heap memory.
     pub fn clear(&mut self) {
@@ -524,6 +553,8 @@ impl StepEvents {
         self.first_ts = None;
         self.last_ts = None;
         self.thread_runs.clear();
+        self.exec_of_entry.clear();
+        self.carried.clear();
     }
 
     /// Messages sent or received while `e` was the innermost open call

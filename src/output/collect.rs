@@ -112,11 +112,6 @@ pub struct StreamProvenance {
     node_state: BTreeMap<u32, (u64, u64)>,
     /// Functions whose anomalies still wait for a normal sample.
     outstanding_normal: Vec<u32>,
-    /// Scratch: placement of this step's executions by entry ordinal.
-    by_idx: Vec<u32>,
-    /// Scratch: executions of this step that entered in an earlier step,
-    /// sorted by id.
-    older: Vec<u32>,
     /// This step's anomalies (indices into its executions).
     anomalies: Vec<u32>,
     /// Normal-sample candidates: `samples` slots per function, the lowest
@@ -126,8 +121,6 @@ pub struct StreamProvenance {
     samples: usize,
     min_anomaly_us: u64,
 }
-
-const NONE: u32 = u32::MAX;
 
 /// Everything `collect_step` reads.
 pub struct StepContext<'a> {
@@ -283,9 +276,6 @@ impl StreamProvenance {
         let execs = &ctx.events.executions;
         let picked_anomalies = std::mem::take(&mut self.anomalies);
         let picked_normals = self.pick_normals(execs, &picked_anomalies);
-        if !picked_anomalies.is_empty() || !picked_normals.is_empty() {
-            self.place(ctx.step, execs);
-        }
         for &i in &picked_anomalies {
             self.record(ctx, i as usize, anomalies);
         }
@@ -326,40 +316,6 @@ impl StreamProvenance {
         normals
     }
 
-    /// Fills `by_idx` and `older` for this step's executions.
-    fn place(&mut self, step: u64, execs: &[Execution]) {
-        self.by_idx.clear();
-        self.older.clear();
-        for (i, e) in execs.iter().enumerate() {
-            if e.id.step == step {
-                let k = e.id.idx as usize;
-                if k >= self.by_idx.len() {
-                    self.by_idx.resize(k + 1, NONE);
-                }
-                self.by_idx[k] = i as u32;
-            } else {
-                self.older.push(i as u32);
-            }
-        }
-        self.older.sort_unstable_by_key(|&i| execs[i as usize].id);
-    }
-
-    /// Index of the execution with id `id` completed this step.
-    fn find(&self, step: u64, execs: &[Execution], id: ExecId) -> Option<usize> {
-        if id.step == step {
-            let k = usize::try_from(id.idx).ok()?;
-            match self.by_idx.get(k) {
-                Some(&i) if i != NONE => Some(i as usize),
-                _ => None,
-            }
-        } else {
-            self.older
-                .binary_search_by_key(&id, |&i| execs[i as usize].id)
-                .ok()
-                .map(|p| self.older[p] as usize)
-        }
-    }
-
     /// Up to `n` executions of `thread` next to execution `i` in this
     /// step's entry order: before it (nearest first) when `backward`,
     /// otherwise after it (nearest first). Older entries come before all
@@ -374,7 +330,7 @@ impl StreamProvenance {
     ) -> Vec<usize> {
         let execs = &events.executions;
         let e = &execs[i];
-        let older = self.older.iter().copied();
+        let older = events.carried.iter().copied();
         let seq: Box<dyn Iterator<Item = u32> + '_> = if e.id.step == step {
             let k = e.id.idx as usize;
             if backward {
@@ -386,8 +342,8 @@ impl StreamProvenance {
                 Box::new(self.current_of(events, e.thread, k + 1..usize::MAX, false))
             }
         } else {
-            let p = self
-                .older
+            let p = events
+                .carried
                 .iter()
                 .position(|&j| j as usize == i)
                 .unwrap_or(0);
@@ -402,7 +358,7 @@ impl StreamProvenance {
                 )))
             }
         };
-        seq.filter(|&j| j != NONE && execs[j as usize].thread == e.thread)
+        seq.filter(|&j| j != StepEvents::NOT_HERE && execs[j as usize].thread == e.thread)
             .take(n)
             .map(|j| j as usize)
             .collect()
@@ -420,11 +376,12 @@ impl StreamProvenance {
         ordinals: std::ops::Range<usize>,
         backward: bool,
     ) -> Box<dyn Iterator<Item = u32> + 'a> {
-        let len = self.by_idx.len();
+        let by_entry = &events.exec_of_entry;
+        let len = by_entry.len();
         let (lo, hi) = (ordinals.start.min(len), ordinals.end.min(len));
         let slice = move |first: usize, end: usize| {
             let (a, b) = (first.max(lo), end.min(hi));
-            &self.by_idx[a.min(b)..b]
+            &by_entry[a.min(b)..b]
         };
         if events.thread_runs.is_empty() {
             // No run information (steps assembled by hand): the whole
@@ -543,7 +500,7 @@ impl StreamProvenance {
             level += 1;
         };
         let is_anomaly = |j: usize| ctx.verdicts[j].label == Label::Anomaly;
-        let me = self.find(ctx.step, execs, e.id);
+        let me = ctx.events.find(ctx.step, e.id);
         push(
             e.function,
             e.entry,
@@ -555,7 +512,7 @@ impl StreamProvenance {
         // Depth bounds the walk even if parent links were ever cyclic.
         for _ in 0..=e.depth {
             let Some(p) = next else { break };
-            if let Some(j) = self.find(ctx.step, execs, p) {
+            if let Some(j) = ctx.events.find(ctx.step, p) {
                 let pe = &execs[j];
                 push(pe.function, pe.entry, pe.exit, &pe.id, is_anomaly(j));
                 next = pe.parent();
@@ -635,7 +592,7 @@ impl StreamProvenance {
             return row;
         };
         row.event_id = id_str(&host);
-        match self.find(ctx.step, &ctx.events.executions, host) {
+        match ctx.events.find(ctx.step, host) {
             Some(j) => {
                 let h = &ctx.events.executions[j];
                 row.tid = h.thread;
