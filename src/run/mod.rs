@@ -444,15 +444,33 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         timings.add(Phase::Agree, t.elapsed());
         traffic[0] += coll.bytes_sent() - sent;
 
-        // 3 build executions (row buffers go back to their reader at once)
+        // 3 build executions (row buffers go back to their reader at once),
+        // and 4 summarize: each execution goes into this step's partial
+        // model (and the run's profiles) the moment it completes, while it
+        // is in cache; a separate pass over a big step's executions would
+        // be a trip through memory.
         let t = Instant::now();
         for s in &mut streams {
             s.out.clear();
         }
+        let use_inclusive = args.use_inclusive;
+        let value = |e: &Execution| e.judged_runtime(use_inclusive);
+        let profiling = prov.is_some() || viz.is_some();
+        let mut summarize = |_: usize, e: &Execution| {
+            if !is_ignored(&ignored, e.function) {
+                detector.observe(e.function, value(e));
+            }
+            if profiling {
+                profiles
+                    .function(e.function)
+                    .profile(e.inclusive(), e.exclusive);
+            }
+        };
         let mut active: Vec<usize> = Vec::with_capacity(tau_steps.len());
         for (i, st) in tau_steps {
             let s = &mut streams[i];
-            s.events.process_step_into(step, &st, &s.map, &mut s.out);
+            s.events
+                .process_step_observed(step, &st, &s.map, &mut s.out, &mut summarize);
             if s.out.issues.has_problems() && !args.quiet {
                 eprintln!("warning: {}", s.out.issues.summary(&s.name(), step));
             }
@@ -465,24 +483,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         }
         timings.add(Phase::Build, t.elapsed());
 
-        // 4 summarize: this step's partial model (and the run's profiles)
+        // 4 summarize (the executions went in as they completed): the
+        // counters' profiles, and the partial model taken for the reduction
         let t = Instant::now();
-        let use_inclusive = args.use_inclusive;
-        let value = |e: &Execution| e.judged_runtime(use_inclusive);
-        // One pass over the executions for the model and the profiles: a
-        // big step's executions do not fit in cache, so every pass costs a
-        // trip through memory.
-        let profiling = prov.is_some() || viz.is_some();
-        for e in streams.iter().flat_map(|s| s.out.executions.iter()) {
-            if !is_ignored(&ignored, e.function) {
-                detector.observe(e.function, value(e));
-            }
-            if profiling {
-                profiles
-                    .function(e.function)
-                    .profile(e.inclusive(), e.exclusive);
-            }
-        }
         if profiling {
             profile_counters(&mut profiles, &streams);
         }
