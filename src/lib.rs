@@ -6,6 +6,7 @@ pub mod detect;
 pub mod dump;
 pub mod events;
 pub mod fuzzing;
+pub mod memory;
 pub mod output;
 pub mod run;
 pub mod synth;

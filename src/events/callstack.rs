@@ -338,7 +338,7 @@ impl StreamEvents {
         self.distribute_counters(tau, map, out, &mut range);
 
         // Roughly half the function rows are EXITs.
-        reserve_empty(&mut out.executions, tau.funcs.len() / 2);
+        crate::memory::reserve_empty(&mut out.executions, tau.funcs.len() / 2);
         let mut sink = Sink {
             out,
             on_complete,
@@ -572,16 +572,6 @@ fn slot_of(
             threads.push(ThreadState::new(thread));
             threads.len() as u32 - 1
         }) as usize
-    }
-}
-
-/// Makes room for `n` elements in the empty `v`. A plain `reserve` would
-/// `realloc`, which copies the whole old allocation although nothing in it
-/// is kept: megabytes for a big step's executions.
-fn reserve_empty<T>(v: &mut Vec<T>, n: usize) {
-    debug_assert!(v.is_empty());
-    if v.capacity() < n {
-        *v = Vec::with_capacity(n.max(2 * v.capacity()));
     }
 }
 
