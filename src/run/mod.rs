@@ -308,6 +308,23 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
             None => None,
         },
     };
+    // Open streams (setup errors are reported through the first status
+    // exchange; a stream that exists but cannot be read just fails). Their
+    // threads start reading the first step at once, while this thread
+    // creates the provenance file.
+    let mut failure: Option<String> = None;
+    for s in &mut streams {
+        s.start_open(args);
+    }
+    for s in &mut streams {
+        if let Err(e) = s.opened(args) {
+            failure.get_or_insert(format!("{e:#}"));
+        }
+        if !s.done() {
+            s.request_step();
+        }
+    }
+
     // The provenance file (collective: every rank opens it or all fail).
     let prov_path = provenance_path(coll, args, &all_specs, started_at);
     let mut prov = match &prov_path {
@@ -356,23 +373,11 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let mut traffic = [0u64; 3];
     let calls_before = coll.calls_made();
     let mut pending: Vec<(u64, Execution)> = Vec::new();
-    let mut failure: Option<String> = None;
     let mut issues_total = EventIssues::default();
     let mut global_rows = 0u64;
     let mut global_executions = 0u64;
     let mut global_anomalies = 0u64;
     let mut steps_done = 0u64;
-
-    // Open streams (setup errors are reported through the first status
-    // exchange; a stream that exists but cannot be read just fails).
-    for s in &mut streams {
-        s.start_open(args);
-    }
-    for s in &mut streams {
-        if let Err(e) = s.opened(args) {
-            failure.get_or_insert(format!("{e:#}"));
-        }
-    }
 
     // Inside the loop nothing returns early before the status exchange:
     // every rank must take part in every collective of the step, so errors
