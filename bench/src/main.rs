@@ -694,7 +694,7 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
          contributes per step (the payload grows with the number of functions, not with \
          events, ranks or steps). The communication time of a point is its time minus the \
          1-rank time of the same case (the model update, which does not depend on P). Least \
-         squares with both constants ≥ 0 on the 2- and 4-rank points give α = {:.2} µs per call and β = {:.3} ns per \
+         squares with both constants ≥ 0 on the 2- and 4-rank points give α = {:.2} µs per call{} and β = {:.3} ns per \
          byte on this machine's shared memory (the 4-rank points are oversubscribed, so both \
          are pessimistic). The predictions add the measured model-update time of 1 rank. For a cluster interconnect we also show α = 2 µs, \
          β = 0.1 ns/B (10 GB/s). Assumptions: the payload per rank does not grow with P (true \
@@ -702,6 +702,11 @@ fn collectives(b: &mut Bench) -> anyhow::Result<()> {
          every rank sends once); allgather of names is bounded by the functions' name bytes; \
          no contention between the AD and the application.",
         alpha * 1e6,
+        if alpha == 0.0 {
+            " (below what these points resolve: the payload term explains them alone)"
+        } else {
+            ""
+        },
         beta * 1e9
     ));
     b.table(
