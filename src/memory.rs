@@ -36,6 +36,7 @@ pub fn advise_huge_pages<T>(v: &Vec<T>, fill: usize) {
     }
     // SAFETY: [lo, hi) lies inside the vector's own allocation;
     // MADV_HUGEPAGE changes how it is backed, never its contents.
+    #[cfg(target_os = "linux")]
     unsafe {
         libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
     }

@@ -340,6 +340,57 @@ fn two_thread_rows(interleaved: bool) -> Vec<FuncRow> {
     }
 }
 
+/// Every execution is found by its id through the step's entry index (calls
+/// entered this step) or its carried list (calls entered earlier), and the
+/// observer sees each execution once, as it completes, in output order.
+#[test]
+fn executions_are_found_by_id_and_observed_as_they_complete() {
+    let mut s = stream();
+    let m = map();
+    let e0 = s.process_step(
+        0,
+        &tau(
+            0,
+            vec![f(0, ENTRY, A, 100), f(1, ENTRY, B, 105)],
+            vec![],
+            vec![],
+        ),
+        &m,
+    );
+    assert!(e0.executions.is_empty());
+    assert_eq!(e0.exec_of_entry, vec![StepEvents::NOT_HERE; 2]);
+    let t1 = tau(
+        1,
+        vec![
+            f(0, ENTRY, C, 110),
+            f(0, EXIT, C, 120),
+            f(0, ENTRY, D, 130), // still open at the end of the step
+            f(1, EXIT, B, 140),
+            f(0, EXIT, A, 999), // not open on top: D is; closes D then A
+        ],
+        vec![],
+        vec![],
+    );
+    let mut seen = Vec::new();
+    let mut out = StepEvents::default();
+    s.process_step_observed(1, &t1, &m, &mut out, &mut |i, e| seen.push((i, e.id)));
+    // C (1:0); thread 1's B (0:1); D closed implicitly (1:1); A (0:0).
+    assert_eq!(ids(&out), vec![id(1, 0), id(0, 1), id(1, 1), id(0, 0)]);
+    assert_eq!(
+        seen,
+        ids(&out).into_iter().enumerate().collect::<Vec<_>>(),
+        "each execution observed once, in output order"
+    );
+    assert_eq!(out.exec_of_entry, vec![0, 2]);
+    // Carried calls sorted by id: A (0:0) at index 3, B (0:1) at index 1.
+    assert_eq!(out.carried, vec![3, 1]);
+    for (i, x) in out.executions.iter().enumerate() {
+        assert_eq!(out.find(1, x.id), Some(i), "{}", x.id);
+    }
+    assert_eq!(out.find(1, id(1, 2)), None);
+    assert_eq!(out.find(1, id(0, 7)), None);
+}
+
 #[test]
 fn two_threads_grouped_and_interleaved() {
     let comms = vec![
