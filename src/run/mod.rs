@@ -915,7 +915,7 @@ fn make_detector(args: &RunArgs) -> anyhow::Result<Box<dyn Detector>> {
 }
 
 /// Adds this step's counter samples to the run's profiles (the executions
-/// go in with the summarize pass, each counted once, when it completes).
+/// went in during the build, each counted once, when it completed).
 fn profile_counters(stats: &mut GlobalStats, streams: &[OwnedStream]) {
     for s in streams {
         for c in s.out.counters.iter().chain(&s.out.node_state) {
