@@ -373,12 +373,12 @@ fn executions_are_found_by_id_and_observed_as_they_complete() {
     );
     let mut seen = Vec::new();
     let mut out = StepEvents::default();
-    s.process_step_observed(1, &t1, &m, &mut out, &mut |i, e| seen.push((i, e.id)));
+    s.process_step_observed(1, &t1, &m, &mut out, &mut |e| seen.push(e.id));
     // C (1:0); thread 1's B (0:1); D closed implicitly (1:1); A (0:0).
     assert_eq!(ids(&out), vec![id(1, 0), id(0, 1), id(1, 1), id(0, 0)]);
     assert_eq!(
         seen,
-        ids(&out).into_iter().enumerate().collect::<Vec<_>>(),
+        ids(&out),
         "each execution observed once, in output order"
     );
     assert_eq!(out.exec_of_entry, vec![0, 2]);

@@ -154,9 +154,8 @@ pub struct StreamEvents {
 /// apart from the thread states so both can be borrowed at once.
 struct Sink<'a> {
     out: &'a mut StepEvents,
-    /// Called with each execution as it completes (and its index in
-    /// `out.executions`).
-    on_complete: &'a mut dyn FnMut(usize, &Execution),
+    /// Called with each execution as it completes.
+    on_complete: &'a mut dyn FnMut(&Execution),
     correlations: &'a mut CorrelationMatcher,
     program: u32,
     rank: u64,
@@ -313,12 +312,12 @@ impl StreamEvents {
         map: &IndexMap,
         out: &mut StepEvents,
     ) {
-        self.process_step_observed(step, tau, map, out, &mut |_, _| {});
+        self.process_step_observed(step, tau, map, out, &mut |_| {});
     }
 
     /// Like [`StreamEvents::process_step_into`], and hands every execution
-    /// to `on_complete` (with its index in `out.executions`) the moment it
-    /// completes, in the order of `out.executions`. What a caller needs
+    /// to `on_complete` the moment it completes, in the order of
+    /// `out.executions`. What a caller needs
     /// from every execution is cheapest to take there: the execution was
     /// just written and is still in cache, while a later pass over a big
     /// step's executions is a trip through memory.
@@ -328,7 +327,7 @@ impl StreamEvents {
         tau: &TauStep,
         map: &IndexMap,
         out: &mut StepEvents,
-        on_complete: &mut dyn FnMut(usize, &Execution),
+        on_complete: &mut dyn FnMut(&Execution),
     ) {
         out.clear();
         self.apply_metadata(tau);
@@ -858,7 +857,7 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
     } else {
         out.carried.push(index);
     }
-    (sink.on_complete)(at, &out.executions[at]);
+    (sink.on_complete)(&out.executions[at]);
     if !attach.correlation_ids.is_empty() {
         let exec = out.executions[at];
         debug_assert_eq!(exec.inclusive(), inclusive);

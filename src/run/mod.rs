@@ -379,6 +379,9 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     let mut global_anomalies = 0u64;
     let mut steps_done = 0u64;
 
+    // The runtime the detectors judge, in every step and at the end.
+    let value = |e: &Execution| e.judged_runtime(args.use_inclusive);
+
     // Inside the loop nothing returns early before the status exchange:
     // every rank must take part in every collective of the step, so errors
     // go to `failure` and stop all ranks together at the end of the step.
@@ -458,10 +461,8 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
         for s in &mut streams {
             s.out.clear();
         }
-        let use_inclusive = args.use_inclusive;
-        let value = |e: &Execution| e.judged_runtime(use_inclusive);
         let profiling = prov.is_some() || viz.is_some();
-        let mut summarize = |_: usize, e: &Execution| {
+        let mut summarize = |e: &Execution| {
             if !is_ignored(&ignored, e.function) {
                 detector.observe(e.function, value(e));
             }
@@ -721,7 +722,6 @@ pub fn run(coll: &Collectives, args: &RunArgs) -> anyhow::Result<()> {
     // and in-situ anomalies are re-judged against it (as the reference does
     // before its final write): early steps have thin models, so some calls
     // flagged then are ordinary once the whole run is known.
-    let value = |e: &Execution| e.judged_runtime(args.use_inclusive);
     let calls_in_steps = coll.calls_made() - calls_before;
     let mut end_failure: Option<String> = None;
     for (done_step, e) in std::mem::take(&mut pending) {
