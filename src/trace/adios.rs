@@ -526,16 +526,9 @@ impl StreamReader {
         while done < n {
             let rows = (n - done).min(READ_CHUNK_ROWS);
             // SAFETY: `out` has capacity for n rows, so rows done..done+rows
-            // fit; they are marked initialised only after the get filled them.
+            // fit; they are marked initialised only after the gets filled them.
             unsafe {
-                self.get_rows::<W>(
-                    var,
-                    name,
-                    done,
-                    rows,
-                    out.as_mut_ptr().add(done),
-                    sys::adios2_mode_sync,
-                )?;
+                self.get_rows_in_parts::<W>(var, name, done, rows, out.as_mut_ptr().add(done))?;
                 out.set_len(done + rows);
             }
             done += rows;
