@@ -13,9 +13,9 @@ cargo fmt --all -- --check
 echo "[test] shellcheck (job scripts and our scripts)"
 shellcheck -x jobscripts/*.sh scripts/*.sh
 echo "[test] cargo clippy -D warnings"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 echo "[test] cargo test"
-cargo test --workspace --quiet 2>&1
+cargo test --workspace --all-features --quiet 2>&1
 echo "[test] Python tests (independent readers: adios2, h5py)"
 cargo build --quiet
 "$PYTHON" -m pytest -q tests/python

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::trace::format::*;
-use crate::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader, TraceError};
+use crate::trace::source::{NextStep, TraceError};
+use crate::trace::step::TraceStep;
+use crate::trace::tau::{TauReaderOptions, TauStreamReader};
 
 /// Summary of one step.
 #[derive(Debug, Clone, Serialize)]
@@ -71,7 +73,7 @@ pub struct DumpOptions {
     pub step_timeout: Option<Duration>,
 }
 
-fn summarise_step(step: &TauStep, reader: &TauStreamReader, keep_rows: bool) -> StepSummary {
+fn summarise_step(step: &TraceStep, reader: &TauStreamReader, keep_rows: bool) -> StepSummary {
     let dict = reader.dictionary();
     let kind = |i: u64| dict.event_type(i);
     let count_kind = |rows: &mut dyn Iterator<Item = u64>, k: EventKind| {

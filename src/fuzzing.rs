@@ -42,13 +42,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::events::{
-    gpu_metadata_key, EventIssueKind, EventOptions, ExecId, IndexMap, StepEvents, StreamEvents,
+    gpu_metadata_key, CallStackBuilder, EventIssueKind, EventOptions, ExecId, IndexMap, StepEvents,
 };
+use crate::trace::dictionary::{Dictionary, MAX_NAME_INDEX};
 use crate::trace::format::*;
-use crate::trace::tau::{
-    Dictionary, IssueKind, RawStep, StepIssues, StepValidator, TauStep, MAX_NAME_INDEX,
-    MAX_PROGRAM, MAX_RANK, MAX_THREAD,
-};
+use crate::trace::issues::{IssueKind, StepIssues};
+use crate::trace::step::{RawStep, TraceStep};
+use crate::trace::tau::{StepValidator, MAX_PROGRAM, MAX_RANK, MAX_THREAD};
 
 /// Steps decoded at most (longer inputs are cut).
 pub const MAX_STEPS: usize = 32;
@@ -471,7 +471,7 @@ pub fn run_steps(data: &[u8]) -> Outcome {
 }
 
 /// Runs `input` through [`StepValidator::accept`] and, step after step, two
-/// [`StreamEvents`]: one fed the validated steps (what the tool does), one
+/// [`CallStackBuilder`]: one fed the validated steps (what the tool does), one
 /// fed the raw rows (the replay must survive unvalidated input too).
 /// Panics when an invariant does not hold.
 pub fn check(input: &FuzzInput) -> Outcome {
@@ -546,8 +546,8 @@ pub fn check(input: &FuzzInput) -> Outcome {
 
 /// A step as the event builder gets it when nothing checked the rows:
 /// function rows narrowed as they are (columns beyond `u32` saturate).
-fn unchecked(raw: RawStep) -> TauStep {
-    TauStep {
+fn unchecked(raw: RawStep) -> TraceStep {
+    TraceStep {
         step: raw.step,
         funcs: raw.funcs.iter().map(FuncEvent::from_row).collect(),
         comms: raw.comms,
@@ -603,7 +603,7 @@ impl Oracle {
     fn check_step(
         &mut self,
         raw: &RawStep,
-        got: &TauStep,
+        got: &TraceStep,
         validator: &StepValidator,
         input: &FuzzInput,
     ) {
@@ -738,9 +738,9 @@ fn expect_rows<const W: usize>(
     kept
 }
 
-/// One [`StreamEvents`] and what the checks remember across its steps.
+/// One [`CallStackBuilder`] and what the checks remember across its steps.
 struct Replay {
-    events: StreamEvents,
+    events: CallStackBuilder,
     out: StepEvents,
     program: u32,
     rank: u64,
@@ -755,7 +755,7 @@ struct Replay {
 impl Replay {
     fn new(program: u32, rank: u64, opts: &EventOptions) -> Self {
         Replay {
-            events: StreamEvents::new(program, rank, "fuzz".into(), opts.clone()),
+            events: CallStackBuilder::new(program, rank, "fuzz".into(), opts.clone()),
             out: StepEvents::default(),
             program,
             rank,
@@ -767,10 +767,11 @@ impl Replay {
         }
     }
 
-    fn step(&mut self, s: u64, tau: &TauStep, map: &IndexMap) {
+    fn step(&mut self, s: u64, tau: &TraceStep, map: &IndexMap) {
         let open_before = self.events.open_calls() as u64;
         // The output buffers are reused from the previous step on purpose.
-        self.events.process_step_into(s, tau, map, &mut self.out);
+        self.events
+            .build_step_into(s, tau, map, &mut self.out, &mut |_| {});
         let out = &self.out;
         let open_after = self.events.open_calls() as u64;
 

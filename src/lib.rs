@@ -5,10 +5,11 @@ pub mod collectives;
 pub mod detect;
 pub mod dump;
 pub mod events;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod memory;
 pub mod output;
 pub mod run;
 pub mod synth;
+pub mod sys;
 pub mod trace;
-pub mod tuning;
+pub mod util;

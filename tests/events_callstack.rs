@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use chimbuko_mpi::events::*;
 use chimbuko_mpi::trace::format::*;
-use chimbuko_mpi::trace::tau::TauStep;
+use chimbuko_mpi::trace::step::TraceStep;
 
 const RANK: u64 = 3;
 // Local event-type indices of the test map.
@@ -68,8 +68,8 @@ fn tau(
     funcs: Vec<FuncRow>,
     comms: Vec<CommRow>,
     counters: Vec<CounterRow>,
-) -> TauStep {
-    TauStep {
+) -> TraceStep {
+    TraceStep {
         step,
         funcs: funcs.iter().map(FuncEvent::from_row).collect(),
         comms,
@@ -86,8 +86,8 @@ fn id(step: u64, idx: u64) -> ExecId {
     }
 }
 
-fn stream() -> StreamEvents {
-    StreamEvents::new(2, RANK, "test-stream".into(), EventOptions::default())
+fn stream() -> CallStackBuilder {
+    CallStackBuilder::new(2, RANK, "test-stream".into(), EventOptions::default())
 }
 
 fn by_id(ev: &StepEvents) -> HashMap<ExecId, &Execution> {
@@ -126,7 +126,7 @@ fn nested_calls_exact_times_parents_and_ids() {
         vec![],
         vec![],
     );
-    let ev = s.process_step(0, &t, &map());
+    let ev = s.build_step(0, &t, &map());
     assert_no_issues(&ev);
     // Order of EXIT processing.
     assert_eq!(ids(&ev), vec![id(0, 2), id(0, 1), id(0, 3), id(0, 0)]);
@@ -210,7 +210,7 @@ fn comms_and_counters_attach_with_tie_rules() {
             ctr(0, PLAIN, 7, 500), // C
         ],
     );
-    let ev = s.process_step(0, &t, &map());
+    let ev = s.build_step(0, &t, &map());
     assert_eq!(ev.issues.count(EventIssueKind::UnattachedComm), 1);
     assert_eq!(ev.issues.count(EventIssueKind::UnattachedCounter), 1);
     assert_eq!(ev.issues.total(), 2);
@@ -262,11 +262,11 @@ fn comms_and_counters_attach_with_tie_rules() {
 fn call_spanning_three_steps_keeps_children_accounting() {
     let mut s = stream();
     let m = map();
-    let e3 = s.process_step(3, &tau(3, vec![f(0, ENTRY, A, 100)], vec![], vec![]), &m);
+    let e3 = s.build_step(3, &tau(3, vec![f(0, ENTRY, A, 100)], vec![], vec![]), &m);
     assert_no_issues(&e3);
     assert!(e3.executions.is_empty());
     assert_eq!(s.open_calls(), 1);
-    let e4 = s.process_step(
+    let e4 = s.build_step(
         4,
         &tau(
             4,
@@ -298,7 +298,7 @@ fn call_spanning_three_steps_keeps_children_accounting() {
             depth: 0
         }]
     );
-    let e5 = s.process_step(5, &tau(5, vec![f(0, EXIT, A, 400)], vec![], vec![]), &m);
+    let e5 = s.build_step(5, &tau(5, vec![f(0, EXIT, A, 400)], vec![], vec![]), &m);
     assert_no_issues(&e5);
     assert_eq!(e5.executions.len(), 1);
     let a = &e5.executions[0];
@@ -347,7 +347,7 @@ fn two_thread_rows(interleaved: bool) -> Vec<FuncRow> {
 fn executions_are_found_by_id_and_observed_as_they_complete() {
     let mut s = stream();
     let m = map();
-    let e0 = s.process_step(
+    let e0 = s.build_step(
         0,
         &tau(
             0,
@@ -373,7 +373,7 @@ fn executions_are_found_by_id_and_observed_as_they_complete() {
     );
     let mut seen = Vec::new();
     let mut out = StepEvents::default();
-    s.process_step_observed(1, &t1, &m, &mut out, &mut |e| seen.push(e.id));
+    s.build_step_into(1, &t1, &m, &mut out, &mut |e| seen.push(e.id));
     // C (1:0); thread 1's B (0:1); D closed implicitly (1:1); A (0:0).
     assert_eq!(ids(&out), vec![id(1, 0), id(0, 1), id(1, 1), id(0, 0)]);
     assert_eq!(
@@ -401,7 +401,7 @@ fn two_threads_grouped_and_interleaved() {
     ];
     for interleaved in [false, true] {
         let mut s = stream();
-        let ev = s.process_step(
+        let ev = s.build_step(
             1,
             &tau(1, two_thread_rows(interleaved), comms.clone(), vec![]),
             &map(),
@@ -436,7 +436,7 @@ fn two_threads_grouped_and_interleaved() {
 #[test]
 fn exit_with_empty_stack_is_skipped() {
     let mut s = stream();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -468,7 +468,7 @@ fn exit_with_empty_stack_is_skipped() {
 fn exit_of_deeper_call_closes_the_calls_above_it() {
     let mut s = stream();
     let m = map();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -500,7 +500,7 @@ fn exit_of_deeper_call_closes_the_calls_above_it() {
     assert_eq!(a.parent(), Some(id(0, 0)));
     // D is still open and works normally afterwards.
     assert_eq!(s.open_calls(), 1);
-    let ev = s.process_step(
+    let ev = s.build_step(
         1,
         &tau(
             1,
@@ -523,7 +523,7 @@ fn exit_of_deeper_call_closes_the_calls_above_it() {
 fn attachments_follow_implicit_closes_and_open_calls_across_steps() {
     let mut s = stream();
     let m = map();
-    let ev0 = s.process_step(
+    let ev0 = s.build_step(
         0,
         &tau(
             0,
@@ -584,7 +584,7 @@ fn attachments_follow_implicit_closes_and_open_calls_across_steps() {
 
     // D, open across the step boundary, keeps its step-0 comm.
     s.recycle(ev0);
-    let ev1 = s.process_step(
+    let ev1 = s.build_step(
         1,
         &tau(
             1,
@@ -617,7 +617,7 @@ fn attachments_follow_implicit_closes_and_open_calls_across_steps() {
 #[test]
 fn exit_of_function_not_open_is_skipped() {
     let mut s = stream();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -643,7 +643,7 @@ fn exit_of_function_not_open_is_skipped() {
 #[test]
 fn exit_before_entry_is_skipped() {
     let mut s = stream();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -672,7 +672,7 @@ fn unknown_indices_are_counted_and_skipped() {
     let mut s = stream();
     let mut m = map();
     m.functions[C as usize] = None; // name not agreed yet
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -749,7 +749,7 @@ fn gpu_pairing_cpu_side_first() {
     counters.extend(kc);
     let mut t = tau(0, funcs, vec![], counters);
     t.new_attributes = gpu_metadata(GPU);
-    let ev = s.process_step(0, &t, &map());
+    let ev = s.build_step(0, &t, &map());
     assert_no_issues(&ev);
     assert_eq!(ev.gpu_pairs, vec![(id(0, 0), id(0, 1))]);
     let e = by_id(&ev);
@@ -794,7 +794,7 @@ fn gpu_pairing_gpu_side_first() {
     };
     let mut t = tau(0, funcs, vec![], counters);
     t.new_attributes = gpu_metadata(GPU);
-    let ev = s.process_step(0, &t, &map());
+    let ev = s.build_step(0, &t, &map());
     assert_no_issues(&ev);
     // Kernel rows come first in the array: kernel = idx 0, launch = idx 1.
     assert_eq!(ids(&ev), vec![id(0, 0), id(0, 1)]);
@@ -810,19 +810,19 @@ fn gpu_pairing_steps_apart() {
     // GPU thread announced in step 0, launch completes in step 1 ...
     let mut t0 = tau(0, vec![], vec![], vec![]);
     t0.new_attributes = gpu_metadata(GPU);
-    assert_no_issues(&s.process_step(0, &t0, &m));
+    assert_no_issues(&s.build_step(0, &t0, &m));
     let (lf, lc) = launch_rows(5);
-    let ev1 = s.process_step(1, &tau(1, lf, vec![], lc), &m);
+    let ev1 = s.build_step(1, &tau(1, lf, vec![], lc), &m);
     assert_no_issues(&ev1);
     assert!(ev1.gpu_pairs.is_empty());
     assert_eq!(s.pending_correlations(), 1);
     // ... the kernel six steps later (metadata not repeated).
     for step in 2..7 {
-        let ev = s.process_step(step, &tau(step as usize, vec![], vec![], vec![]), &m);
+        let ev = s.build_step(step, &tau(step as usize, vec![], vec![], vec![]), &m);
         assert!(ev.gpu_pairs.is_empty());
     }
     let (kf, kc) = kernel_rows(5);
-    let ev7 = s.process_step(7, &tau(7, kf, vec![], kc), &m);
+    let ev7 = s.build_step(7, &tau(7, kf, vec![], kc), &m);
     assert_no_issues(&ev7);
     assert_eq!(ev7.gpu_pairs, vec![(id(1, 0), id(7, 0))]);
     assert_eq!(ev7.gpu_partner_of(0), Some(id(1, 0)));
@@ -851,7 +851,7 @@ fn gpu_execution_with_several_correlation_ids() {
         ],
     );
     t.new_attributes = gpu_metadata(GPU);
-    let ev = s.process_step(0, &t, &map());
+    let ev = s.build_step(0, &t, &map());
     assert_eq!(
         ev.issues.count(EventIssueKind::MultipleCorrelationIdsOnGpu),
         1
@@ -868,7 +868,7 @@ fn gpu_execution_with_several_correlation_ids() {
 #[test]
 fn monitoring_counters_go_to_node_state() {
     let mut s = stream();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -904,7 +904,7 @@ fn monitoring_counters_go_to_node_state() {
 
 #[test]
 fn attachments_are_capped_per_execution() {
-    let mut s = StreamEvents::new(
+    let mut s = CallStackBuilder::new(
         0,
         RANK,
         "s".into(),
@@ -915,7 +915,7 @@ fn attachments_are_capped_per_execution() {
     );
     let comms = (0..5).map(|i| comm(0, SEND, i, 1, 8, 110 + i)).collect();
     let counters = (0..3).map(|i| ctr(0, PLAIN, i, 120 + i)).collect();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -943,7 +943,7 @@ fn attachments_are_capped_per_execution() {
 
 #[test]
 fn depth_limit_bounds_the_stack() {
-    let mut s = StreamEvents::new(
+    let mut s = CallStackBuilder::new(
         0,
         RANK,
         "s".into(),
@@ -952,7 +952,7 @@ fn depth_limit_bounds_the_stack() {
             ..Default::default()
         },
     );
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -976,9 +976,9 @@ fn depth_limit_bounds_the_stack() {
 fn ids_depend_only_on_row_positions() {
     let m = map();
     let funcs = two_thread_rows(true);
-    let run = |t: &TauStep, m: &IndexMap| {
+    let run = |t: &TraceStep, m: &IndexMap| {
         let mut s = stream();
-        let ev = s.process_step(6, t, m);
+        let ev = s.build_step(6, t, m);
         let mut v: Vec<(ExecId, u32, u64)> = ev
             .executions
             .iter()
@@ -1012,27 +1012,27 @@ fn ids_depend_only_on_row_positions() {
     partial.functions[B as usize] = None;
     let without_b: Vec<_> = first.iter().copied().filter(|x| x.1 != g(B)).collect();
     assert_eq!(run(&plain, &partial), without_b);
-    // process_step_into reuses the output buffers and gives the same result.
+    // build_step_into reuses the output buffers and gives the same result.
     let mut s = stream();
     let mut out = StepEvents::default();
-    s.process_step_into(6, &plain, &m, &mut out);
+    s.build_step_into(6, &plain, &m, &mut out, &mut |_| {});
     let again = out.executions.clone();
     let mut s = stream();
-    s.process_step_into(6, &plain, &m, &mut out);
+    s.build_step_into(6, &plain, &m, &mut out, &mut |_| {});
     assert_eq!(out.executions, again);
-    // So does process_step with buffers handed back through recycle.
+    // So does build_step with buffers handed back through recycle.
     let mut s = stream();
-    let ev = s.process_step(6, &plain, &m);
+    let ev = s.build_step(6, &plain, &m);
     assert_eq!(ev.executions, again);
     let mut s2 = stream();
     s2.recycle(ev);
-    assert_eq!(s2.process_step(6, &plain, &m).executions, again);
+    assert_eq!(s2.build_step(6, &plain, &m).executions, again);
 }
 
 #[test]
 fn finish_reports_open_calls_without_problems() {
     let mut s = stream();
-    let ev = s.process_step(
+    let ev = s.build_step(
         0,
         &tau(
             0,
@@ -1090,7 +1090,7 @@ fn never_panics_on_garbage_rows() {
         if step == 3 {
             t.new_attributes = gpu_metadata(2);
         }
-        let ev = s.process_step(step, &t, &m);
+        let ev = s.build_step(step, &t, &m);
         for e in &ev.executions {
             assert!(e.exit >= e.entry && e.exclusive <= e.inclusive());
         }
@@ -1132,12 +1132,12 @@ fn real_tau_fixture_rank0() {
                 .is_some_and(|n| n.starts_with("component1_function"))
         })
         .expect("component1_function defined") as u32;
-    let mut s = StreamEvents::new(0, 0, reader.stream().to_string(), EventOptions::default());
+    let mut s = CallStackBuilder::new(0, 0, reader.stream().to_string(), EventOptions::default());
     let (mut n_comp1, mut long) = (0usize, Vec::new());
     let mut all_ids = std::collections::HashSet::new();
     let mut node_state = 0usize;
     for t in &steps {
-        let ev = s.process_step(t.step as u64, t, &m);
+        let ev = s.build_step(t.step as u64, t, &m);
         assert!(
             ev.issues.is_empty(),
             "{}",

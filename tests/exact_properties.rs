@@ -1,5 +1,5 @@
 //! Property tests of the exact statistics behind the global model
-//! (`chimbuko_mpi::detect::exact`): what rank-count invariance rests on.
+//! (`chimbuko_mpi::detect::stats::exact`): what rank-count invariance rests on.
 //!
 //! * Any partition of a data set into parts, merged in any order and any
 //!   tree shape, gives bit-identical totals and statistics.
@@ -11,7 +11,7 @@
 //! * The statistics agree with a direct two-pass floating-point
 //!   computation.
 
-use chimbuko_mpi::detect::exact::{
+use chimbuko_mpi::detect::stats::exact::{
     ExactMoments, WideMoments, MOMENT_SUM_WORDS, U256, WIDE_SUM_WORDS,
 };
 use proptest::prelude::*;

@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 
 use chimbuko_mpi::fuzzing::{self, FuzzInput, FuzzStep, T0};
 use chimbuko_mpi::trace::adios::Engine;
+use chimbuko_mpi::trace::dictionary::MAX_NAME_INDEX;
 use chimbuko_mpi::trace::format::Attribute;
-use chimbuko_mpi::trace::tau::{IssueKind, RawStep, StepValidator, TauStep, MAX_NAME_INDEX};
+use chimbuko_mpi::trace::issues::IssueKind;
+use chimbuko_mpi::trace::step::{RawStep, TraceStep};
+use chimbuko_mpi::trace::tau::StepValidator;
 use common::*;
 
 const TARGETS: [&str; 2] = ["steps", "parse"];
@@ -211,7 +214,7 @@ fn broken() -> FuzzInput {
 fn real_tau() -> FuzzInput {
     let path = fixture_dir().join("tau-metrics-main1-0.bp");
     let (steps, _) = read_all(&path, reader_options(Engine::BP4));
-    let keys = |s: &TauStep| -> Vec<(String, String)> {
+    let keys = |s: &TraceStep| -> Vec<(String, String)> {
         s.new_attributes
             .iter()
             .filter_map(|a| match a {

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use chimbuko_mpi::output::read::Provenance;
 use chimbuko_mpi::output::records::{LABEL_ANOMALY, LABEL_NORMAL};
-use chimbuko_mpi::run::report::split_csv;
+use chimbuko_mpi::util::csv::split_csv;
 use common::*;
 
 fn synth(dir: &Path, extra: &[&str]) {

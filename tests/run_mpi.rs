@@ -121,7 +121,7 @@ fn real_tau_workflow_flags_exactly_the_200ms_calls() {
         // Every component call: 200 ms ones anomalous, 20 ms ones normal.
         let mut component_calls = 0;
         for line in sorted_labels(&labels) {
-            let f = chimbuko_mpi::run::report::split_csv(&line);
+            let f = chimbuko_mpi::util::csv::split_csv(&line);
             if !f[4].starts_with("component") {
                 continue;
             }

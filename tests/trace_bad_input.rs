@@ -5,7 +5,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use chimbuko_mpi::trace::adios::{Engine, ReadOptions};
-use chimbuko_mpi::trace::tau::{IssueKind, TauReaderOptions, TauStreamReader, TraceError};
+use chimbuko_mpi::trace::issues::IssueKind;
+use chimbuko_mpi::trace::source::TraceError;
+use chimbuko_mpi::trace::tau::{TauReaderOptions, TauStreamReader};
 use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
 use common::*;
 
@@ -104,7 +106,7 @@ fn check_crafted(engine: Engine) {
     assert_eq!(s0.comms.len(), 1);
     assert_eq!(s0.counters.len(), 1);
 
-    let announces_late = |s: &chimbuko_mpi::trace::tau::TauStep| {
+    let announces_late = |s: &chimbuko_mpi::trace::step::TraceStep| {
         s.new_attributes
             .iter()
             .any(|a| format!("{a:?}").contains("late_function"))

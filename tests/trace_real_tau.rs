@@ -84,7 +84,7 @@ fn every_fixture_stream_matches_dump_txt() {
         let mut all_rows = 0;
         loop {
             match r.next_step(std::time::Duration::from_secs(5)).unwrap() {
-                chimbuko_mpi::trace::tau::NextStep::Step(s) => {
+                chimbuko_mpi::trace::source::NextStep::Step(s) => {
                     assert!(
                         s.issues.is_empty(),
                         "{file} step {}: {:?}",
@@ -121,10 +121,10 @@ fn every_fixture_stream_matches_dump_txt() {
                         ts_last: b,
                     });
                 }
-                chimbuko_mpi::trace::tau::NextStep::NotReady => {
+                chimbuko_mpi::trace::source::NextStep::NotReady => {
                     panic!("{file}: file engine not ready")
                 }
-                chimbuko_mpi::trace::tau::NextStep::EndOfStream => break,
+                chimbuko_mpi::trace::source::NextStep::EndOfStream => break,
             }
         }
         assert_eq!(got, want, "{file}");

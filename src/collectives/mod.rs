@@ -16,6 +16,7 @@ use mpi::traits::*;
 use mpi::Count;
 
 use crate::detect::Wire;
+use crate::events::names::NameKey;
 
 /// This program's own communicator (the AD ranks, or the ranks of an
 /// application using these collectives).
@@ -39,10 +40,6 @@ pub struct Collectives {
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
 }
-
-/// A name known to the global tables: program index and name (counters use
-/// program 0 for all programs, since a counter means the same everywhere).
-pub type NameKey = (u32, String);
 
 impl Collectives {
     /// Initializes MPI (also works without `mpirun`, as a single rank) and

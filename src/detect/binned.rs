@@ -1,12 +1,14 @@
 //! The detectors that label against a function's runtime *distribution*
 //! (HBOS, COPOD, modal) share one model: the exact fine histogram of
-//! [`super::fine`], merged over ranks in two reduction rounds per step.
+//! [`super::stats::fine`], merged over ranks in two reduction rounds per step.
 //! After each merge, every function that received data gets its labelling
 //! model re-derived from the global fine histogram by the detector's
 //! [`Kernel`] — a pure function of integer data, hence identical on every
 //! rank. Labelling then only reads the derived model.
 
-use super::fine::{bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS};
+use super::stats::fine::{
+    bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS,
+};
 use super::{fnv1a, moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 
 /// The detector-specific part: how a labelling model is derived from the
@@ -233,7 +235,7 @@ fn fine_json(h: &FineHist) -> serde_json::Value {
 /// min, max, group mask: 288 bytes) plus 128 bytes per bucket group with
 /// data on any rank in round 2.
 pub fn payload_bytes_per_function(groups: usize) -> usize {
-    8 * (super::exact::MOMENT_SUM_WORDS + 2 + MASK_WORDS + groups * GROUP)
+    8 * (super::stats::exact::MOMENT_SUM_WORDS + 2 + MASK_WORDS + groups * GROUP)
 }
 
 #[cfg(test)]

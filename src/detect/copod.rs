@@ -13,9 +13,9 @@
 //!   `--hbos-threshold` (0.99) and the global ratchet as HBOS.
 
 use super::binned::{BinnedDetector, Kernel};
-use super::fine::{FineHist, StepDelta};
 use super::hbos::{initial_global_threshold, ALPHA};
-use super::histogram::{sign, BinPos, BinWidth, Histogram};
+use super::stats::fine::{FineHist, StepDelta};
+use super::stats::histogram::{sign, BinPos, BinWidth, Histogram};
 use super::{ModelSnapshot, Verdict};
 
 #[derive(Debug, Clone)]

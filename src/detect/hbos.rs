@@ -14,8 +14,8 @@
 //!   rank); an execution is an anomaly iff its score `>= g_t`.
 
 use super::binned::{BinnedDetector, Kernel};
-use super::fine::{FineHist, StepDelta};
-use super::histogram::{BinPos, BinWidth, Histogram};
+use super::stats::fine::{FineHist, StepDelta};
+use super::stats::histogram::{BinPos, BinWidth, Histogram};
 use super::{ModelSnapshot, Verdict};
 
 /// Chimbuko's α: keeps `log2` finite for empty bins.

@@ -14,15 +14,19 @@
 //! Partial models must be exactly mergeable (integers), so that labels never
 //! depend on how the streams were split among ranks. MPI itself stays in
 //! `collectives`: detectors only produce and consume [`Wire`]s.
+//!
+//! Layout: one file per detector (`sstd`, `hbos`, `copod`, `modal`, with
+//! `binned` shared by the histogram detectors); the exact statistics engines
+//! they are built on (integer moments, fine histograms, labelling
+//! histograms) live in [`stats`].
 
 pub mod binned;
+pub mod choice;
 pub mod copod;
-pub mod exact;
-pub mod fine;
 pub mod hbos;
-pub mod histogram;
 pub mod modal;
 pub mod sstd;
+pub mod stats;
 
 use serde::Serialize;
 
@@ -193,7 +197,7 @@ impl ModelSnapshot {
     /// The statistics part of a snapshot from the global moments of a
     /// function, with the detector's `threshold`; the histogram and mode
     /// fields stay empty for the detector to fill in.
-    pub fn of_moments(m: &exact::ExactMoments, threshold: f64) -> Self {
+    pub fn of_moments(m: &stats::exact::ExactMoments, threshold: f64) -> Self {
         ModelSnapshot {
             count: m.n,
             mean: m.mean(),
@@ -210,7 +214,7 @@ impl ModelSnapshot {
 
 /// The part of a detector's `model_json` every detector shares: its name
 /// and the statistics of a function's global moments.
-pub fn moments_json(algorithm: &str, m: &exact::ExactMoments) -> serde_json::Value {
+pub fn moments_json(algorithm: &str, m: &stats::exact::ExactMoments) -> serde_json::Value {
     serde_json::json!({
         "algorithm": algorithm,
         "count": m.n,

@@ -36,7 +36,7 @@
 //! or in a sparse tail; a log-normal tail stays normal.
 
 use super::binned::{BinnedDetector, Kernel};
-use super::fine::{bucket_bounds, FineHist, StepDelta};
+use super::stats::fine::{bucket_bounds, FineHist, StepDelta};
 use super::{Label, ModeSnapshot, ModelSnapshot, Verdict};
 
 /// Modal parameters.

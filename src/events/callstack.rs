@@ -1,4 +1,4 @@
-//! Per-thread call-stack replay: the heart of [`StreamEvents`].
+//! Per-thread call-stack replay: the heart of [`CallStackBuilder`].
 //!
 //! # How a step is processed
 //!
@@ -29,8 +29,9 @@
 
 use std::collections::HashMap;
 
+use crate::trace::dictionary::lookup;
 use crate::trace::format::*;
-use crate::trace::tau::TauStep;
+use crate::trace::step::TraceStep;
 
 use super::gpu::{self, CorrelationMatcher};
 use super::{
@@ -84,7 +85,7 @@ struct ThreadState {
     correlation_ids: Vec<u64>,
     /// Set once GPU metadata names this thread.
     gpu: Option<GpuLocation>,
-    /// This step's comm rows of the thread (indices into `tau.comms`) and
+    /// This step's comm rows of the thread (indices into `trace.comms`) and
     /// the next one to attach; reused across steps.
     comm_rows: Vec<u32>,
     comm_next: usize,
@@ -94,7 +95,7 @@ struct ThreadState {
     /// Timestamp of the earliest not yet attached comm/counter row
     /// (`u64::MAX` when none), so that the common check is one compare.
     next_attach_ts: u64,
-    /// Listed in `StreamEvents::touched` this step.
+    /// Listed in `CallStackBuilder::touched` this step.
     touched: bool,
 }
 
@@ -132,7 +133,7 @@ pub struct OpenCall {
 /// Rebuilds the executions of one TAU stream (one application process),
 /// step by step. Open calls, GPU thread knowledge and unmatched correlation
 /// ids carry over from step to step.
-pub struct StreamEvents {
+pub struct CallStackBuilder {
     program: u32,
     rank: u64,
     stream_name: String,
@@ -146,13 +147,13 @@ pub struct StreamEvents {
     /// Per-step event-type table (local index → `ET_*`), reused.
     event_codes: Vec<u8>,
     correlations: CorrelationMatcher,
-    /// Output buffers handed back with [`StreamEvents::recycle`].
+    /// Output buffers handed back with [`CallStackBuilder::recycle`].
     spare: Option<StepEvents>,
 }
 
 /// Where completed executions and issues of the current step go; kept
 /// apart from the thread states so both can be borrowed at once.
-struct Sink<'a> {
+struct CompletionTarget<'a> {
     out: &'a mut StepEvents,
     /// Called with each execution as it completes.
     on_complete: &'a mut dyn FnMut(&Execution),
@@ -163,9 +164,9 @@ struct Sink<'a> {
     max_attached: usize,
 }
 
-impl StreamEvents {
+impl CallStackBuilder {
     pub fn new(program: u32, rank: u64, stream_name: String, opts: EventOptions) -> Self {
-        StreamEvents {
+        CallStackBuilder {
             program,
             rank,
             stream_name,
@@ -287,58 +288,47 @@ impl StreamEvents {
     /// Processes one step; `step` is the step number used in [`ExecId`]s.
     ///
     /// The output vectors are fresh unless a previous result was handed back
-    /// with [`StreamEvents::recycle`]; for big steps that matters (a
+    /// with [`CallStackBuilder::recycle`]; for big steps that matters (a
     /// million-row step produces ~56 MB of executions, and first-touching
     /// fresh memory costs about as much as the replay itself).
-    pub fn process_step(&mut self, step: u64, tau: &TauStep, map: &IndexMap) -> StepEvents {
+    pub fn build_step(&mut self, step: u64, trace: &TraceStep, map: &IndexMap) -> StepEvents {
         let mut out = self.spare.take().unwrap_or_default();
-        self.process_step_into(step, tau, map, &mut out);
+        self.build_step_into(step, trace, map, &mut out, &mut |_| {});
         out
     }
 
     /// Hands a finished step's output back so that the next
-    /// [`StreamEvents::process_step`] reuses its buffers (optional).
+    /// [`CallStackBuilder::build_step`] reuses its buffers (optional).
     pub fn recycle(&mut self, mut done: StepEvents) {
         done.clear();
         self.spare = Some(done);
     }
 
-    /// Like [`StreamEvents::process_step`], but reuses `out`'s buffers
-    /// (cleared first), so a steady-state loop does not reallocate them.
-    pub fn process_step_into(
-        &mut self,
-        step: u64,
-        tau: &TauStep,
-        map: &IndexMap,
-        out: &mut StepEvents,
-    ) {
-        self.process_step_observed(step, tau, map, out, &mut |_| {});
-    }
-
-    /// Like [`StreamEvents::process_step_into`], and hands every execution
-    /// to `on_complete` the moment it completes, in the order of
-    /// `out.executions`. What a caller needs
+    /// Like [`CallStackBuilder::build_step`], but reuses `out`'s buffers
+    /// (cleared first), so a steady-state loop does not reallocate them, and
+    /// hands every execution to `on_complete` the moment it completes, in
+    /// the order of `out.executions`. What a caller needs
     /// from every execution is cheapest to take there: the execution was
     /// just written and is still in cache, while a later pass over a big
     /// step's executions is a trip through memory.
-    pub fn process_step_observed(
+    pub fn build_step_into(
         &mut self,
         step: u64,
-        tau: &TauStep,
+        trace: &TraceStep,
         map: &IndexMap,
         out: &mut StepEvents,
         on_complete: &mut dyn FnMut(&Execution),
     ) {
         out.clear();
-        self.apply_metadata(tau);
+        self.apply_metadata(trace);
         self.build_event_codes(map);
         let mut range = TsRange::default();
-        self.distribute_comms(tau, &mut out.issues, &mut range);
-        self.distribute_counters(tau, map, out, &mut range);
+        self.distribute_comms(trace, &mut out.issues, &mut range);
+        self.distribute_counters(trace, map, out, &mut range);
 
         // Roughly half the function rows are EXITs.
-        crate::memory::reserve_empty(&mut out.executions, tau.funcs.len() / 2);
-        let mut sink = Sink {
+        crate::sys::memory::reserve_empty(&mut out.executions, trace.funcs.len() / 2);
+        let mut target = CompletionTarget {
             out,
             on_complete,
             correlations: &mut self.correlations,
@@ -347,7 +337,7 @@ impl StreamEvents {
             step,
             max_attached: self.opts.max_attached,
         };
-        let funcs = &tau.funcs;
+        let funcs = &trace.funcs;
         let mut entry_ordinal = 0u64;
         let mut i = 0usize;
         while i < funcs.len() {
@@ -358,23 +348,23 @@ impl StreamEvents {
                 &mut self.sparse_slot,
                 thread,
             );
-            let (first_entry, first_exec) = (entry_ordinal, sink.out.executions.len());
+            let (first_entry, first_exec) = (entry_ordinal, target.out.executions.len());
             i += replay_run(
                 &mut self.threads[slot],
                 &funcs[i..],
                 i,
                 &mut entry_ordinal,
-                tau,
+                trace,
                 map,
                 &self.event_codes,
                 self.opts.max_depth,
-                &mut sink,
+                &mut target,
                 &mut range,
             )
             .max(1); // never 0 (the first row is the thread's), but be safe
-            let end_exec = sink.out.executions.len();
+            let end_exec = target.out.executions.len();
             if entry_ordinal > first_entry || end_exec > first_exec {
-                sink.out.thread_runs.push(ThreadRun {
+                target.out.thread_runs.push(ThreadRun {
                     thread,
                     first_entry,
                     end_entry: entry_ordinal,
@@ -386,7 +376,7 @@ impl StreamEvents {
         // Leftover comm/counter rows attach to whatever is open now.
         for &slot in &self.touched {
             let th = &mut self.threads[slot as usize];
-            attach_until(th, u64::MAX, true, tau, map, &mut sink);
+            attach_until(th, u64::MAX, true, trace, map, &mut target);
             th.comm_rows.clear();
             th.counter_rows.clear();
             th.comm_next = 0;
@@ -395,10 +385,11 @@ impl StreamEvents {
             th.touched = false;
         }
         self.touched.clear();
-        sink.correlations
-            .expire(step, &self.opts, &mut sink.out.issues);
+        target
+            .correlations
+            .expire(step, &self.opts, &mut target.out.issues);
         // Entries that never completed (or were rejected) at the end too.
-        let out = sink.out;
+        let out = target.out;
         out.exec_of_entry
             .resize(entry_ordinal as usize, StepEvents::NOT_HERE);
         let execs = &out.executions;
@@ -410,8 +401,8 @@ impl StreamEvents {
     /// Marks GPU threads from this step's new metadata. The rank field of
     /// the key is not checked: a stream only carries its own process's
     /// metadata, and rows of other ranks were already rejected by the reader.
-    fn apply_metadata(&mut self, tau: &TauStep) {
-        for attr in &tau.new_attributes {
+    fn apply_metadata(&mut self, trace: &TraceStep) {
+        for attr in &trace.new_attributes {
             let Attribute::Metadata(m) = attr else {
                 continue;
             };
@@ -464,9 +455,14 @@ impl StreamEvents {
     }
 
     /// Sorts comm rows out per thread; rejects those with a bad event type.
-    fn distribute_comms(&mut self, tau: &TauStep, issues: &mut EventIssues, range: &mut TsRange) {
+    fn distribute_comms(
+        &mut self,
+        trace: &TraceStep,
+        issues: &mut EventIssues,
+        range: &mut TsRange,
+    ) {
         let mut last: Option<(u64, usize)> = None;
-        for (i, row) in tau.comms.iter().enumerate() {
+        for (i, row) in trace.comms.iter().enumerate() {
             let ts = row[COMM_COL_TIMESTAMP];
             range.add(ts);
             let code = lookup(&self.event_codes, row[COMM_COL_EVENT_TYPE], ET_UNKNOWN);
@@ -495,13 +491,13 @@ impl StreamEvents {
     /// the node state, unknown counters are rejected.
     fn distribute_counters(
         &mut self,
-        tau: &TauStep,
+        trace: &TraceStep,
         map: &IndexMap,
         out: &mut StepEvents,
         range: &mut TsRange,
     ) {
         let mut last: Option<(u64, usize)> = None;
-        for (i, row) in tau.counters.iter().enumerate() {
+        for (i, row) in trace.counters.iter().enumerate() {
             let ts = row[COUNTER_COL_TIMESTAMP];
             range.add(ts);
             let local = row[COUNTER_COL_COUNTER];
@@ -574,15 +570,6 @@ fn slot_of(
     }
 }
 
-/// Table lookup by a 64-bit row value; out of range gives `default`.
-#[inline]
-fn lookup<T: Copy>(table: &[T], idx: u64, default: T) -> T {
-    match usize::try_from(idx) {
-        Ok(i) => table.get(i).copied().unwrap_or(default),
-        Err(_) => default,
-    }
-}
-
 /// Smallest and largest timestamp seen.
 #[derive(Debug, Default, Clone, Copy)]
 struct TsRange {
@@ -607,18 +594,18 @@ impl TsRange {
 /// Replays the run of consecutive function rows of `th`'s thread at the
 /// start of `rows` and returns its length (detecting the end of the run here
 /// rather than beforehand saves a pass over the rows). `base` is the index
-/// of `rows[0]` in `tau.funcs`.
+/// of `rows[0]` in `trace.funcs`.
 #[allow(clippy::too_many_arguments)]
 fn replay_run(
     th: &mut ThreadState,
     rows: &[FuncEvent],
     base: usize,
     entry_ordinal: &mut u64,
-    tau: &TauStep,
+    trace: &TraceStep,
     map: &IndexMap,
     codes: &[u8],
     max_depth: usize,
-    sink: &mut Sink<'_>,
+    target: &mut CompletionTarget<'_>,
     range: &mut TsRange,
 ) -> usize {
     let (mut lo, mut hi) = (u64::MAX, 0u64);
@@ -634,7 +621,8 @@ fn replay_run(
         let code = lookup(codes, u64::from(row.event_type), ET_UNKNOWN);
         let is_exit = code == ET_EXIT;
         if code != ET_ENTRY && !is_exit {
-            sink.out
+            target
+                .out
                 .issues
                 .record(EventIssueKind::UnknownEventType, Some(th.thread), || {
                     format!(
@@ -652,12 +640,13 @@ fn replay_run(
 
         // Attach comm/counter rows that precede this row (tie rule).
         if th.next_attach_ts < ts || (is_exit && th.next_attach_ts == ts) {
-            attach_until(th, ts, is_exit, tau, map, sink);
+            attach_until(th, ts, is_exit, trace, map, target);
         }
 
         let local = u64::from(row.function);
         let Some(function) = lookup(&map.functions, local, None) else {
-            sink.out
+            target
+                .out
                 .issues
                 .record(EventIssueKind::UnknownFunction, Some(th.thread), || {
                     format!(
@@ -670,7 +659,8 @@ fn replay_run(
 
         if !is_exit {
             if th.stack.len() >= max_depth {
-                sink.out
+                target
+                    .out
                     .issues
                     .record(EventIssueKind::DepthLimit, Some(th.thread), || {
                         format!(
@@ -685,12 +675,12 @@ fn replay_run(
                 parent.n_children = parent.n_children.saturating_add(1);
             }
             // A slot for the execution, set when (if) it completes this step.
-            let entries = &mut sink.out.exec_of_entry;
+            let entries = &mut target.out.exec_of_entry;
             entries.resize(ordinal as usize + 1, StepEvents::NOT_HERE);
             th.stack.push(Frame {
                 id: ExecId {
-                    rank: sink.rank,
-                    step: sink.step,
+                    rank: target.rank,
+                    step: target.step,
                     idx: ordinal,
                 },
                 function,
@@ -708,7 +698,8 @@ fn replay_run(
         // EXIT: the common case is a match with the top of the stack.
         match th.stack.last() {
             None => {
-                sink.out
+                target
+                    .out
                     .issues
                     .record(EventIssueKind::EmptyStackExit, Some(th.thread), || {
                         format!("function row {} = {row:?}: no open call", base + k)
@@ -717,7 +708,7 @@ fn replay_run(
             Some(top) if top.function == function => {
                 if ts < top.entry {
                     let entry = top.entry;
-                    sink.out
+                    target.out
                         .issues
                         .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
                             format!(
@@ -726,10 +717,10 @@ fn replay_run(
                             )
                         });
                 } else {
-                    close_top(th, ts, sink);
+                    close_top(th, ts, target);
                 }
             }
-            Some(_) => close_deeper(th, function, ts, row, base + k, sink),
+            Some(_) => close_deeper(th, function, ts, row, base + k, target),
         }
     }
     if lo <= hi {
@@ -746,11 +737,11 @@ fn close_deeper(
     ts: u64,
     row: &FuncEvent,
     row_idx: usize,
-    sink: &mut Sink<'_>,
+    target: &mut CompletionTarget<'_>,
 ) {
     let Some(pos) = th.stack.iter().rposition(|f| f.function == function) else {
         let top = th.stack.last().map_or(0, |f| f.function);
-        sink.out
+        target.out
             .issues
             .record(EventIssueKind::MismatchedExit, Some(th.thread), || {
                 format!(
@@ -761,7 +752,7 @@ fn close_deeper(
     };
     let latest_entry = th.stack[pos..].iter().map(|f| f.entry).max().unwrap_or(0);
     if ts < latest_entry {
-        sink.out
+        target.out
             .issues
             .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
                 format!(
@@ -774,7 +765,7 @@ fn close_deeper(
         let thread = th.thread;
         if let Some(f) = th.stack.last() {
             let (id, func) = (f.id, f.function);
-            sink.out
+            target.out
                 .issues
                 .record(EventIssueKind::ClosedImplicitly, Some(thread), || {
                     format!(
@@ -782,9 +773,9 @@ fn close_deeper(
                     )
                 });
         }
-        close_top(th, ts, sink);
+        close_top(th, ts, target);
     }
-    close_top(th, ts, sink);
+    close_top(th, ts, target);
 }
 
 /// Moves `pending[start..]` to the end of `arena` and returns where it
@@ -807,7 +798,7 @@ fn move_tail<T: Copy>(pending: &mut Vec<T>, start: usize, arena: &mut Vec<T>) ->
 
 /// Pops the top call, completing it at `exit`.
 #[inline]
-fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
+fn close_top(th: &mut ThreadState, exit: u64, target: &mut CompletionTarget<'_>) {
     let Some(f) = th.stack.pop() else {
         return;
     };
@@ -820,7 +811,7 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         }
         None => None,
     };
-    let out = &mut *sink.out;
+    let out = &mut *target.out;
     let attach = AttachRange {
         comms: move_tail(&mut th.comms, f.comms_start, &mut out.comms),
         counters: move_tail(&mut th.counters, f.counters_start, &mut out.counters),
@@ -838,7 +829,7 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
     // written 112-byte local costs more than everything else here.
     out.executions.push(Execution::new(
         f.id,
-        sink.program,
+        target.program,
         th.thread,
         f.function,
         f.entry,
@@ -850,22 +841,25 @@ fn close_top(th: &mut ThreadState, exit: u64, sink: &mut Sink<'_>) {
         th.gpu.is_some(),
         attach,
     ));
-    if f.id.step == sink.step {
+    if f.id.step == target.step {
         if let Some(slot) = out.exec_of_entry.get_mut(f.id.idx as usize) {
             *slot = index;
         }
     } else {
         out.carried.push(index);
     }
-    (sink.on_complete)(&out.executions[at]);
+    (target.on_complete)(&out.executions[at]);
     if !attach.correlation_ids.is_empty() {
         let exec = out.executions[at];
         debug_assert_eq!(exec.inclusive(), inclusive);
         let ids = attach.correlation_ids.of(&out.correlation_ids);
-        if let Some(partner) =
-            sink.correlations
-                .complete(&exec, ids, sink.step, &mut out.gpu_pairs, &mut out.issues)
-        {
+        if let Some(partner) = target.correlations.complete(
+            &exec,
+            ids,
+            target.step,
+            &mut out.gpu_pairs,
+            &mut out.issues,
+        ) {
             out.gpu_partners.push((index, partner));
         }
     }
@@ -877,16 +871,16 @@ fn attach_until(
     th: &mut ThreadState,
     bound: u64,
     inclusive: bool,
-    tau: &TauStep,
+    trace: &TraceStep,
     map: &IndexMap,
-    sink: &mut Sink<'_>,
+    target: &mut CompletionTarget<'_>,
 ) {
     let due = |ts: u64| ts < bound || (inclusive && ts == bound);
-    let cap = sink.max_attached;
+    let cap = target.max_attached;
     let thread = th.thread;
 
     while let Some(&ri) = th.comm_rows.get(th.comm_next) {
-        let Some(row) = tau.comms.get(ri as usize) else {
+        let Some(row) = trace.comms.get(ri as usize) else {
             th.comm_next += 1;
             continue;
         };
@@ -896,7 +890,8 @@ fn attach_until(
         }
         th.comm_next += 1;
         let Some(frame) = th.stack.last_mut() else {
-            sink.out
+            target
+                .out
                 .issues
                 .record(EventIssueKind::UnattachedComm, Some(thread), || {
                     format!("comm row {ri} = {row:?}: no open call at {ts}")
@@ -910,9 +905,9 @@ fn attach_until(
         let partner = row[COMM_COL_PARTNER];
         let (direction, src, dst) =
             if lookup(&map.event_types, row[COMM_COL_EVENT_TYPE], None) == Some(EventKind::Send) {
-                (CommDirection::Send, sink.rank, partner)
+                (CommDirection::Send, target.rank, partner)
             } else {
-                (CommDirection::Recv, partner, sink.rank)
+                (CommDirection::Recv, partner, target.rank)
             };
         let bytes = row[COMM_COL_BYTES];
         th.comms.push(CommEvent {
@@ -926,7 +921,7 @@ fn attach_until(
     }
 
     while let Some(&ri) = th.counter_rows.get(th.counter_next) {
-        let Some(row) = tau.counters.get(ri as usize) else {
+        let Some(row) = trace.counters.get(ri as usize) else {
             th.counter_next += 1;
             continue;
         };
@@ -936,7 +931,8 @@ fn attach_until(
         }
         th.counter_next += 1;
         let Some(frame) = th.stack.last_mut() else {
-            sink.out
+            target
+                .out
                 .issues
                 .record(EventIssueKind::UnattachedCounter, Some(thread), || {
                     format!("counter row {ri} = {row:?}: no open call at {ts}")
@@ -966,12 +962,12 @@ fn attach_until(
     let next_comm = th
         .comm_rows
         .get(th.comm_next)
-        .and_then(|&ri| tau.comms.get(ri as usize))
+        .and_then(|&ri| trace.comms.get(ri as usize))
         .map_or(u64::MAX, |r| r[COMM_COL_TIMESTAMP]);
     let next_counter = th
         .counter_rows
         .get(th.counter_next)
-        .and_then(|&ri| tau.counters.get(ri as usize))
+        .and_then(|&ri| trace.counters.get(ri as usize))
         .map_or(u64::MAX, |r| r[COUNTER_COL_TIMESTAMP]);
     th.next_attach_ts = next_comm.min(next_counter);
 }

@@ -23,9 +23,10 @@
 //!   every rank, every rerun and every test names the same call the same way.
 //!
 //! The module is pure Rust and knows nothing about MPI or ADIOS2: the caller
-//! reads a [`TauStep`](crate::trace::tau::TauStep), builds an [`IndexMap`]
+//! reads a [`TraceStep`](crate::trace::step::TraceStep) from any trace
+//! source, builds an [`IndexMap`]
 //! (local TAU indices → the globally agreed ones) and calls
-//! [`StreamEvents::process_step`] once per step.
+//! [`CallStackBuilder::build_step`] once per step.
 //!
 //! Attachments are not owned by the executions: each [`StepEvents`] keeps
 //! arenas ([`StepEvents::comms`], [`StepEvents::counters`],
@@ -39,15 +40,17 @@
 //! and calls close last-in first-out), moved to the arenas when it closes.
 //!
 //! Layout: this file holds the data types; `callstack` the per-thread replay;
-//! `gpu` the GPU-thread metadata and correlation-ID pairing.
+//! `gpu` the GPU-thread metadata and correlation-ID pairing; [`names`] the
+//! global function and counter tables every AD rank agrees on.
 
 mod callstack;
 mod gpu;
+pub mod names;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use callstack::{OpenCall, StreamEvents};
+pub use callstack::{CallStackBuilder, OpenCall};
 pub use gpu::{gpu_metadata_key, GpuMetadataKey};
 
 use crate::trace::format::EventKind;
@@ -391,7 +394,7 @@ impl IndexMap {
 
     /// A map with identity function/counter indices, for a stream analysed
     /// on its own (tests, single-rank tools). Roles follow the names.
-    pub fn identity(dict: &crate::trace::tau::Dictionary) -> Self {
+    pub fn identity(dict: &crate::trace::dictionary::Dictionary) -> Self {
         let ident = |names: &[Option<String>]| -> Vec<Option<u32>> {
             names
                 .iter()
@@ -415,7 +418,7 @@ impl IndexMap {
     }
 }
 
-/// Tuning of [`StreamEvents`].
+/// Tuning of [`CallStackBuilder`].
 #[derive(Debug, Clone)]
 pub struct EventOptions {
     /// At most this many comm events, and this many counter events, are
@@ -444,13 +447,13 @@ impl Default for EventOptions {
     }
 }
 
-/// What one call to [`StreamEvents::process_step`] produced.
+/// What one call to [`CallStackBuilder::build_step`] produced.
 ///
 /// Attachments (messages, counters, correlation ids) are stored in per-step
 /// arenas rather than per execution: completing a call copies its
 /// attachments to the end of the arenas and records the ranges in
 /// [`Execution::attach`]. So building a step allocates nothing per
-/// execution once the buffers have grown (see [`StreamEvents::recycle`]),
+/// execution once the buffers have grown (see [`CallStackBuilder::recycle`]),
 /// and [`StepEvents::clear`] is O(1) per field: executions are plain data
 /// with nothing to drop.
 #[derive(Debug, Clone, Default)]
@@ -629,10 +632,10 @@ pub enum EventIssueKind {
     /// [`EventOptions::correlation_window_steps`] or because of
     /// [`EventOptions::max_pending_correlations`].
     CorrelationExpired,
-    /// Informational, from [`StreamEvents::finish`]: calls still open at the
+    /// Informational, from [`CallStackBuilder::finish`]: calls still open at the
     /// end of the stream (normal: TAU's monitoring thread never exits).
     OpenAtEnd,
-    /// Informational, from [`StreamEvents::finish`]: correlation ids never
+    /// Informational, from [`CallStackBuilder::finish`]: correlation ids never
     /// matched.
     UnmatchedCorrelationAtEnd,
 }

@@ -1,5 +1,5 @@
-//! Step 7 of the pipeline: turning labelled executions into provenance
-//! records (no HDF5 here; `hdf5file` writes what this module collects).
+//! The collect stage for the provenance file: turning labelled executions
+//! into records (no HDF5 here; `writer` writes what this module collects).
 //!
 //! For each stream and step, [`StreamProvenance::collect_step`] picks
 //! - every anomaly (exclusive runtime at least `min_anomaly_us`), and
@@ -25,8 +25,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::detect::{Label, Verdict};
-use crate::events::{CommDirection, CommEvent, ExecId, Execution, StepEvents, StreamEvents};
-use crate::run::names::GlobalNames;
+use crate::events::names::GlobalNames;
+use crate::events::{CallStackBuilder, CommDirection, CommEvent, ExecId, Execution, StepEvents};
 use crate::trace::format::{Attribute, MONITORING_PREFIX};
 
 use super::label_code;
@@ -128,23 +128,23 @@ pub struct StepContext<'a> {
     pub events: &'a StepEvents,
     /// One per `events.executions`.
     pub verdicts: &'a [Verdict],
-    pub stream: &'a StreamEvents,
+    pub stream: &'a CallStackBuilder,
     pub names: &'a GlobalNames,
     pub opts: &'a ProvenanceOptions,
 }
 
 /// Execution `j` of this step as a window entry (kept in a thread's
 /// history across steps).
-fn window_entry(ctx: &StepContext<'_>, j: usize) -> WindowEntry {
-    let x = &ctx.events.executions[j];
+fn window_entry(events: &StepEvents, verdicts: &[Verdict], j: usize) -> WindowEntry {
+    let x = &events.executions[j];
     WindowEntry {
         id: x.id,
         fid: x.function,
         entry: x.entry,
         exit: x.exit,
         parent: x.parent(),
-        is_anomaly: ctx.verdicts[j].label == Label::Anomaly,
-        comms: ctx.events.comms_of(x).to_vec(),
+        is_anomaly: verdicts[j].label == Label::Anomaly,
+        comms: events.comms_of(x).to_vec(),
     }
 }
 
@@ -215,7 +215,8 @@ impl StreamProvenance {
 
     /// Starts a step: forgets the previous step's candidates. Then call
     /// [`StreamProvenance::offer`] for every execution as it is labelled,
-    /// and [`StreamProvenance::collect_step`] once.
+    /// [`StreamProvenance::collect_step`] once, and
+    /// [`StreamProvenance::trim`] once.
     pub fn begin_step(&mut self, n_functions: usize, opts: &ProvenanceOptions) {
         self.anomalies.clear();
         self.samples = opts.normal_samples;
@@ -283,10 +284,16 @@ impl StreamProvenance {
             self.record(ctx, i as usize, normals);
         }
         self.update_node_state(ctx.events);
-        self.update_history(ctx);
         let n = picked_anomalies.len() as u64;
         self.anomalies = picked_anomalies;
         n
+    }
+
+    /// The trim of a step, after its records are collected: keeps, per
+    /// thread, the last `window` executions a later step's windows can
+    /// need, and forgets the rest.
+    pub fn trim(&mut self, events: &StepEvents, verdicts: &[Verdict], window: usize) {
+        self.update_history(events, verdicts, window);
     }
 
     /// Normal samples for the functions with anomalies this step (and those
@@ -532,7 +539,7 @@ impl StreamProvenance {
         let execs = &ctx.events.executions;
         let e = &execs[i];
         let thread = e.thread;
-        let entry_of = |j: usize| window_entry(ctx, j);
+        let entry_of = |j: usize| window_entry(ctx.events, ctx.verdicts, j);
         // Candidates: up to w same-thread neighbours on each side in this
         // step's entry order, the thread's history and its open calls.
         let mut cands: Vec<WindowEntry> = Vec::with_capacity(4 * w + 4);
@@ -648,16 +655,15 @@ impl StreamProvenance {
     /// stops taking candidates once it holds `window` of them and meets an
     /// execution that exited before the earliest entry among them: every
     /// execution before it exited even earlier, so entered earlier too.
-    fn update_history(&mut self, ctx: &StepContext<'_>) {
-        let w = ctx.opts.window;
+    fn update_history(&mut self, events: &StepEvents, verdicts: &[Verdict], w: usize) {
         if w == 0 {
             return;
         }
-        let execs = &ctx.events.executions;
+        let execs = &events.executions;
         // Backwards through the step's runs of one thread each, so that a
         // thread that has its candidates skips the rest of its executions
         // (without runs: one range of all threads, which must be walked).
-        let runs = &ctx.events.thread_runs;
+        let runs = &events.thread_runs;
         let by_runs = runs.iter().map(|r| r.executions().len()).sum::<usize>() == execs.len();
         let ranges: Vec<std::ops::Range<usize>> = if by_runs {
             runs.iter().rev().map(|r| r.executions()).collect()
@@ -701,7 +707,7 @@ impl StreamProvenance {
         }
         for (thread, top, _) in fresh {
             let h = self.history.entry(thread).or_default();
-            h.extend(top.into_iter().map(|j| window_entry(ctx, j)));
+            h.extend(top.into_iter().map(|j| window_entry(events, verdicts, j)));
             h.sort_by_key(|c| c.id);
             h.dedup_by_key(|c| c.id);
             let extra = h.len().saturating_sub(w);

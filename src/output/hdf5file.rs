@@ -38,7 +38,7 @@ const CHUNK_BYTES: usize = 64 << 10;
 
 /// An attribute value of the root group.
 #[derive(Debug, Clone)]
-pub enum AttrValue {
+pub enum FileAttr {
     Str(String),
     U64(u64),
     F64(f64),
@@ -199,7 +199,7 @@ impl ProvenanceFile {
 
     /// Sets attributes of the root group (collective; same values on every
     /// rank).
-    pub fn set_attrs(&self, attrs: &[(&str, AttrValue)]) -> anyhow::Result<()> {
+    pub fn set_attrs(&self, attrs: &[(&str, FileAttr)]) -> anyhow::Result<()> {
         for (name, value) in attrs {
             if self.file.attr(name).is_ok() {
                 self.file
@@ -207,19 +207,19 @@ impl ProvenanceFile {
                     .with_context(|| format!("replacing attribute {name}"))?;
             }
             let res = match value {
-                AttrValue::Str(s) => {
+                FileAttr::Str(s) => {
                     let v: VarLenUnicode = s.replace('\0', " ").parse().unwrap_or_default();
                     self.file
                         .new_attr::<VarLenUnicode>()
                         .create(*name)
                         .and_then(|a| a.write_scalar(&v))
                 }
-                AttrValue::U64(x) => self
+                FileAttr::U64(x) => self
                     .file
                     .new_attr::<u64>()
                     .create(*name)
                     .and_then(|a| a.write_scalar(x)),
-                AttrValue::F64(x) => self
+                FileAttr::F64(x) => self
                     .file
                     .new_attr::<f64>()
                     .create(*name)

@@ -16,7 +16,7 @@ use super::records::*;
 use super::COLLECTIONS;
 
 /// One collection of records with its companion tables.
-pub struct CollectionData {
+pub struct LoadedCollection {
     pub records: Vec<ExecRecord>,
     pub call_stack: Vec<CallStackRow>,
     pub counter_events: Vec<CounterEventRow>,
@@ -30,7 +30,7 @@ pub struct CollectionData {
 /// Everything in a provenance file.
 pub struct Provenance {
     pub attrs: BTreeMap<String, String>,
-    pub collections: Vec<CollectionData>,
+    pub collections: Vec<LoadedCollection>,
     pub functions: Vec<FunctionRow>,
     pub counters: Vec<CounterRow>,
     pub func_stats: Vec<FuncStatsRow>,
@@ -74,7 +74,7 @@ impl Provenance {
         }
         let mut collections = Vec::new();
         for c in COLLECTIONS {
-            collections.push(CollectionData {
+            collections.push(LoadedCollection {
                 records: table(&f, &format!("{c}/records"))?,
                 call_stack: table(&f, &format!("{c}/call_stack"))?,
                 counter_events: table(&f, &format!("{c}/counter_events"))?,

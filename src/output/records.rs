@@ -568,20 +568,32 @@ pub struct StepRow {
     pub max_timestamp: u64,
 }
 
-/// Seconds one AD rank spent in each phase of one step.
+/// Seconds one AD rank spent in each stage of one step (the stages of the
+/// step loop, in order).
 #[derive(H5Type, Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct PerfRow {
+    /// The AD rank.
     pub ad_rank: u32,
+    /// The step.
     pub io_step: u64,
+    /// Reading (until every AD rank has its step).
     pub read: f64,
+    /// Agreeing on new names.
     pub agree: f64,
+    /// Building executions (and the partial model, as they complete).
     pub build: f64,
-    pub summarize: f64,
+    /// Reducing the global model.
     pub reduce: f64,
+    /// Labelling every execution.
     pub label: f64,
+    /// Collecting provenance records.
     pub collect: f64,
+    /// Writing (the previous step's write, trim and status come in here).
     pub write: f64,
+    /// Trimming what no later step needs.
+    pub trim: f64,
+    /// Exchanging the status.
     pub status: f64,
     /// Resident memory of the AD rank at the end of the step (MiB).
     pub rss_mb: f64,

@@ -14,7 +14,7 @@
 //!   is far below what a score means); severity is the exclusive runtime.
 
 use crate::collectives::Collectives;
-use crate::detect::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, WIDE_SUM_WORDS};
+use crate::detect::stats::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, WIDE_SUM_WORDS};
 
 use super::records::RunStatsRow;
 

@@ -20,10 +20,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::collectives::Collectives;
-use crate::detect::exact::{ExactMoments, MOMENT_SUM_WORDS};
-use crate::run::names::GlobalNames;
+use crate::detect::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
+use crate::events::names::GlobalNames;
 
+use super::consumer::{LabelConsumer, LabelledStep, RunContext};
 use super::stats::{run_stats, wide_run_stats, GlobalStats, SCORE_SCALE};
+use crate::detect::Label;
 
 /// Moments in transferable form (sum words, min, max).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -484,6 +486,46 @@ impl HttpTarget {
             bail!("server answered {:?}", status.lines().next().unwrap_or(""));
         }
         Ok(())
+    }
+}
+
+/// Live statistics as an output of the run: each stream's anomalies of
+/// the step are condensed as it is labelled, and sent after the status
+/// exchange of every step in which some rank read data.
+pub struct LiveStatistics {
+    stream: VizStream,
+    /// This rank's streams' summaries of the current step.
+    live: Vec<StreamStep>,
+}
+
+impl LiveStatistics {
+    /// Live statistics sent through `stream`.
+    pub fn new(stream: VizStream) -> Self {
+        LiveStatistics {
+            stream,
+            live: Vec::new(),
+        }
+    }
+}
+
+impl LabelConsumer for LiveStatistics {
+    fn labelled_step(&mut self, s: &LabelledStep<'_>, _names: &GlobalNames) -> anyhow::Result<()> {
+        let mut summary = StreamStepBuilder::new(s.program, s.app_rank, s.step);
+        for (e, v) in s.events.executions.iter().zip(s.verdicts) {
+            if v.label == Label::Anomaly {
+                summary.add(e.function, v.score, e.exclusive, e.entry, e.exit);
+            }
+        }
+        self.live.push(summary.finish());
+        Ok(())
+    }
+
+    fn step_done(&mut self, ctx: &RunContext<'_>, step: u64, any_data: bool) {
+        let live = std::mem::take(&mut self.live);
+        if any_data {
+            self.stream
+                .step(ctx.coll, step, &live, ctx.profiles, ctx.names);
+        }
     }
 }
 

@@ -5,38 +5,43 @@
 //! run.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 
+use super::options::RunOptions;
 use crate::detect::Verdict;
-use crate::events::{EventIssues, EventOptions, IndexMap, StepEvents, StreamEvents};
-use crate::output::collect::StreamProvenance;
+use crate::events::{CallStackBuilder, EventOptions, IndexMap, StepEvents};
+use crate::output::consumer::{LabelledStep, StreamStates};
 use crate::output::records::{fixed, StreamRow};
-use crate::trace::adios::{AdiosError, ReadOptions};
-use crate::trace::tau::{StepIssues, TauReaderOptions, TauStep, TraceError};
+use crate::sys::signals;
+use crate::trace::issues::StepIssues;
+use crate::trace::source::{SourceOpener, StreamSpec};
+use crate::trace::step::TraceStep;
 use crate::trace::threaded::{ThreadedReader, Waited};
-
-use super::config::StreamSpec;
-use super::RunArgs;
 
 /// Where a stream stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamState {
+    /// Still delivering steps.
     Reading,
     /// The writer closed the stream after `steps` steps.
     Ended,
     /// No new step for the step timeout.
     Stalled {
+        /// The step timeout that passed.
         after_secs: f64,
     },
     /// Reading failed (corrupt data, writer gone, ...).
     Failed {
+        /// What went wrong.
         message: String,
     },
 }
 
 impl StreamState {
+    /// The state's name in the `streams` table.
     pub fn name(&self) -> &'static str {
         match self {
             StreamState::Reading => "reading",
@@ -47,25 +52,33 @@ impl StreamState {
     }
 }
 
-/// One stream owned by this rank.
+/// One stream owned by this rank, with everything the step loop keeps of
+/// it from step to step.
 pub struct OwnedStream {
+    /// Which stream.
     pub spec: StreamSpec,
     /// The stream, read on a thread of its own (`None` once stopped).
     reader: Option<ThreadedReader>,
-    /// The previous step's rows, handed back for reuse with the next request.
-    pub spare: Option<TauStep>,
-    pub events: StreamEvents,
+    /// The step's rows once built (its name definitions are shown to the
+    /// outputs), handed back for reuse with the next request.
+    pub spare: Option<TraceStep>,
+    /// The stream's call stacks, carried from step to step.
+    pub calls: CallStackBuilder,
+    /// The stream's local name indices → the global ones.
     pub map: IndexMap,
     /// This step's executions (buffers reused from step to step).
     pub out: StepEvents,
     /// The verdict of each of `out.executions`.
     pub verdicts: Vec<Verdict>,
-    /// Provenance state carried from step to step.
-    pub prov: StreamProvenance,
+    /// Whether each of `out.executions` has its final label.
+    pub settled: Vec<bool>,
+    /// Where the stream stands.
     pub state: StreamState,
-    /// Steps and rows read so far; the run step of the last step read.
+    /// Steps read so far.
     pub steps: u64,
+    /// Rows read so far.
     pub rows: u64,
+    /// The run step of the last step read.
     pub last_step: Option<u64>,
     /// Run step at which the stream stopped (ended, stalled or failed).
     pub stopped_at: Option<u64>,
@@ -74,21 +87,22 @@ pub struct OwnedStream {
 }
 
 impl OwnedStream {
+    /// A stream not yet opened.
     pub fn new(spec: StreamSpec) -> Self {
         OwnedStream {
-            events: StreamEvents::new(
+            calls: CallStackBuilder::new(
                 spec.program,
                 spec.app_rank,
                 spec.path.display().to_string(),
                 EventOptions::default(),
             ),
-            prov: StreamProvenance::new(spec.program, spec.app_rank),
             spec,
             reader: None,
             spare: None,
             map: IndexMap::default(),
             out: StepEvents::default(),
             verdicts: Vec::new(),
+            settled: Vec::new(),
             state: StreamState::Reading,
             steps: 0,
             rows: 0,
@@ -98,49 +112,41 @@ impl OwnedStream {
         }
     }
 
+    /// The stream's path, for messages.
     pub fn name(&self) -> String {
         self.spec.path.display().to_string()
     }
 
+    /// Whether the stream has stopped delivering steps.
     pub fn done(&self) -> bool {
         self.state != StreamState::Reading
     }
 
-    /// Starts opening the stream (on its thread); see [`OwnedStream::opened`].
-    pub fn start_open(&mut self, args: &RunArgs) {
-        let opts = TauReaderOptions {
-            engine: args.engine,
-            program_idx: self.spec.program as u64,
-            expected_rank: Some(self.spec.app_rank),
-            adios: ReadOptions {
-                open_timeout: Duration::from_secs_f64(args.open_timeout.max(0.0)),
-                ..Default::default()
-            },
-            report_issues: !args.quiet,
-        };
-        self.reader = Some(ThreadedReader::open(&self.spec.path, opts));
+    /// Starts opening the stream through `sources` (on its thread); see
+    /// [`OwnedStream::opened`].
+    pub fn start_open(&mut self, sources: &Arc<dyn SourceOpener>) {
+        self.reader = Some(ThreadedReader::open(&self.spec, sources.clone()));
     }
 
     /// Waits for the open. A stream that does not appear within the open
     /// timeout is a setup error (`Err`: the run stops); one that exists but
     /// cannot be opened is marked failed and the run goes on.
-    pub fn opened(&mut self, args: &RunArgs) -> anyhow::Result<()> {
+    pub fn opened(&mut self, opts: &RunOptions) -> anyhow::Result<()> {
         let Some(reader) = self.reader.as_mut() else {
             return Ok(());
         };
         // The thread itself waits up to the open timeout; allow it a margin.
-        let limit = Duration::from_secs_f64(args.open_timeout.max(0.0) + 30.0);
-        match reader.wait(limit, &|| super::signals::received().is_some()) {
+        let limit = opts.open_timeout + Duration::from_secs(30);
+        match reader.wait(limit, &|| signals::received().is_some()) {
             Waited::Opened | Waited::Interrupted => Ok(()),
-            Waited::Failed(TraceError::Open(e @ AdiosError::NotFound { .. })) => {
-                Err(e).with_context(|| format!("opening stream of app rank {}", self.spec.app_rank))
-            }
+            Waited::Failed(e) if e.is_not_found() => Err(anyhow::Error::new(e))
+                .with_context(|| format!("opening stream of app rank {}", self.spec.app_rank)),
             Waited::Failed(e) => {
-                self.fail(0, format!("cannot open: {e}"), args.quiet);
+                self.fail(0, format!("cannot open: {e}"), opts.quiet);
                 Ok(())
             }
             other => {
-                self.fail(0, format!("opening did not finish ({other:?})"), args.quiet);
+                self.fail(0, format!("opening did not finish ({other:?})"), opts.quiet);
                 Ok(())
             }
         }
@@ -172,6 +178,7 @@ impl OwnedStream {
         self.spare = None;
         self.out = StepEvents::default();
         self.verdicts = Vec::new();
+        self.settled = Vec::new();
     }
 
     /// Asks the stream's thread for the next step (all streams of the rank
@@ -186,13 +193,13 @@ impl OwnedStream {
     /// The step requested, or `None` once the stream has ended, stalled
     /// (no step within `--step-timeout`) or failed — which this records —
     /// or when a stop signal interrupts the wait.
-    pub fn wait_step(&mut self, args: &RunArgs, step: u64) -> Option<TauStep> {
+    pub fn wait_step(&mut self, opts: &RunOptions, step: u64) -> Option<TraceStep> {
         let reader = self.reader.as_mut()?;
-        let limit = Duration::from_secs_f64(args.step_timeout.max(0.1));
-        match reader.wait(limit, &|| super::signals::received().is_some()) {
+        let limit = opts.step_timeout.max(Duration::from_millis(100));
+        match reader.wait(limit, &|| signals::received().is_some()) {
             Waited::Step(st) => {
                 self.steps += 1;
-                self.rows += (st.funcs.len() + st.comms.len() + st.counters.len()) as u64;
+                self.rows += st.row_count();
                 self.last_step = Some(step);
                 self.count_reader_issues(&st.issues);
                 Some(*st)
@@ -203,7 +210,7 @@ impl OwnedStream {
             }
             Waited::TimedOut => {
                 let after_secs = limit.as_secs_f64();
-                if !args.quiet {
+                if !opts.quiet {
                     eprintln!(
                         "warning: {}: no new step for {after_secs:.0} s; treating the stream as ended",
                         self.name()
@@ -213,7 +220,7 @@ impl OwnedStream {
                 None
             }
             Waited::Failed(e) => {
-                self.fail(step, format!("{e}"), args.quiet);
+                self.fail(step, format!("{e}"), opts.quiet);
                 None
             }
             // Stopping: the request stays outstanding; the run ends.
@@ -227,9 +234,26 @@ impl OwnedStream {
         }
     }
 
-    pub fn count_event_issues(&mut self, issues: &EventIssues) {
-        for (k, n) in &issues.counts {
+    /// Counts the problems the build of this step found (in `out.issues`).
+    pub fn count_event_issues(&mut self) {
+        for (k, n) in &self.out.issues.counts {
             *self.issues.entry(k.name()).or_default() += n;
+        }
+    }
+
+    /// This step's labelled executions, as the outputs see them; `index`
+    /// is the stream's index on this rank.
+    pub fn labelled(&self, index: usize, step: u64) -> LabelledStep<'_> {
+        LabelledStep {
+            stream: index,
+            program: self.spec.program,
+            app_rank: self.spec.app_rank,
+            step,
+            events: &self.out,
+            calls: &self.calls,
+            verdicts: &self.verdicts,
+            settled: &self.settled,
+            new_attributes: self.spare.as_ref().map_or(&[][..], |st| &st.new_attributes),
         }
     }
 
@@ -259,5 +283,11 @@ impl OwnedStream {
             issue_counts: fixed(&issues.join("; ")),
             message: fixed(&message),
         }
+    }
+}
+
+impl StreamStates for Vec<OwnedStream> {
+    fn stream_rows(&self) -> Vec<StreamRow> {
+        self.iter().map(OwnedStream::row).collect()
     }
 }

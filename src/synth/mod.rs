@@ -20,76 +20,56 @@ use anyhow::{bail, Context};
 
 use crate::trace::adios::Engine;
 use crate::trace::writer::TauStreamWriter;
+use crate::util::csv::csv_field;
 pub use generator::{RankGenerator, TruthRow};
 pub use scenario::{Scenario, DEMO_SCENARIO};
 
-/// Command-line options of `synth`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SynthArgs {
+/// What `synth` is asked to write (the flags of the same names).
+#[derive(Debug, Clone)]
+pub struct SynthOptions {
     /// Scenario file (TOML). Without it, the built-in demo scenario.
     pub scenario: Option<PathBuf>,
     /// Output directory for streams and ground truth.
-    #[arg(long, default_value = "out/synth")]
     pub out: PathBuf,
     /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
-    #[arg(long, default_value = "BPFile")]
     pub engine: Engine,
     /// Stream name prefix (TAU's `TAU_ADIOS2_FILENAME`).
-    #[arg(long, default_value = "tau-metrics")]
     pub prefix: String,
     /// Write only this rank (e.g. one process per rank).
-    #[arg(long)]
     pub only_rank: Option<u64>,
     /// Take the rank to write from the MPI launcher's environment
     /// (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID), so that
     /// `mpirun -np N chimbuko-mpi synth --rank-from-env` acts as an N-rank application.
-    #[arg(long)]
     pub rank_from_env: bool,
     /// Run as an MPI application: each rank of this program's communicator
     /// (split from MPI_COMM_WORLD by MPI_APPNUM, so that it works in an MPMD
     /// launch beside the AD) writes the stream of its rank; the ranks meet
     /// in a barrier on that communicator every step, like an application's
     /// own collectives, and rank 0 writes the ground truth first.
-    #[arg(long, conflicts_with_all = ["only_rank", "rank_from_env"])]
     pub mpi: bool,
     /// Sleep this long between steps (to emulate an application's I/O period).
-    #[arg(long)]
     pub pace_ms: Option<f64>,
     /// Override the scenario's seed.
-    #[arg(long)]
     pub seed: Option<u64>,
     /// Override the scenario's rank count.
-    #[arg(long)]
     pub ranks: Option<u64>,
     /// Override the scenario's step count.
-    #[arg(long)]
     pub steps: Option<u64>,
     /// One step with more events: `STEP:FACTOR` (e.g. `5:100`).
-    #[arg(long, value_parser = parse_burst)]
     pub burst: Option<(u64, u64)>,
     /// Override the scenario's function events per rank per step.
-    #[arg(long)]
     pub events_per_step: Option<u64>,
     /// Override the binary name used in stream names.
-    #[arg(long)]
     pub binary: Option<String>,
     /// Do not write the ground truth (used for the per-rank writer
     /// processes of SST runs, whose parent writes it up front).
-    #[arg(long, hide = true)]
     pub no_truth: bool,
     /// Extra ADIOS2 engine parameter KEY=VALUE (repeatable).
-    #[arg(long = "adios-param", value_parser = parse_key_value)]
     pub adios_params: Vec<(String, String)>,
 }
 
-fn parse_key_value(s: &str) -> Result<(String, String), String> {
-    s.split_once('=')
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
-}
-
 /// Loads the scenario named by the arguments and applies overrides.
-pub fn load_scenario(a: &SynthArgs) -> anyhow::Result<Scenario> {
+pub fn load_scenario(a: &SynthOptions) -> anyhow::Result<Scenario> {
     let text = match &a.scenario {
         Some(p) => std::fs::read_to_string(p)
             .with_context(|| format!("reading scenario {}", p.display()))?,
@@ -203,14 +183,6 @@ pub fn generate_rank(
 
 const TRUTH_HEADER: &str = "rank,thread,step,function,entry_us,exit_us,inclusive_us,exclusive_us";
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
 /// Writes ground-truth rows as CSV.
 pub fn write_truth(path: &Path, rows: &[TruthRow]) -> anyhow::Result<()> {
     let mut f = std::io::BufWriter::new(
@@ -235,18 +207,6 @@ pub fn write_truth(path: &Path, rows: &[TruthRow]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn parse_burst(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once(':')
-        .ok_or_else(|| format!("{s:?}: expected STEP:FACTOR"))?;
-    let step = a.trim().parse().map_err(|_| format!("{a:?}: not a step"))?;
-    let factor = b
-        .trim()
-        .parse()
-        .map_err(|_| format!("{b:?}: not a factor"))?;
-    Ok((step, factor))
-}
-
 fn rank_from_env() -> Option<u64> {
     [
         "OMPI_COMM_WORLD_RANK",
@@ -259,7 +219,7 @@ fn rank_from_env() -> Option<u64> {
 }
 
 /// `synth --mpi`: one stream per rank of this program's communicator.
-fn run_mpi(a: &SynthArgs, mut sc: Scenario) -> anyhow::Result<()> {
+fn run_mpi(a: &SynthOptions, mut sc: Scenario) -> anyhow::Result<()> {
     let coll = crate::collectives::Collectives::init()?;
     let (rank, size) = (coll.rank() as u64, coll.size() as u64);
     sc.ranks = size;
@@ -304,8 +264,8 @@ fn run_mpi(a: &SynthArgs, mut sc: Scenario) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Entry point of `chimbuko-mpi synth`.
-pub fn run_cli(a: SynthArgs) -> anyhow::Result<()> {
+/// `chimbuko-mpi synth`: writes the streams and the ground truth.
+pub fn run(a: SynthOptions) -> anyhow::Result<()> {
     let sc = load_scenario(&a)?;
     if a.mpi {
         return run_mpi(&a, sc);
@@ -375,7 +335,7 @@ pub fn run_cli(a: SynthArgs) -> anyhow::Result<()> {
 /// Runs one `synth --only-rank r` process per rank. The ground truth is
 /// written first, from a dry run of the (deterministic) generator, so that
 /// it exists before any reader reaches the end of the streams.
-fn spawn_rank_processes(a: &SynthArgs, sc: &Scenario) -> anyhow::Result<()> {
+fn spawn_rank_processes(a: &SynthOptions, sc: &Scenario) -> anyhow::Result<()> {
     let truth: Vec<TruthRow> = (0..sc.ranks).flat_map(|r| generate_rank(sc, r).1).collect();
     write_truth(&truth_path(&a.out, &sc.binary, None), &truth)?;
     let exe = std::env::current_exe().context("locating our own executable")?;

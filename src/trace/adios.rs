@@ -152,15 +152,15 @@ impl ScalarType {
 /// Value of an attribute. TAU writes only single strings; other kinds are
 /// kept in a printable form so `dump` can show them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttrValue {
+pub enum AdiosAttrValue {
     Text(String),
     Other(String),
 }
 
-impl AttrValue {
+impl AdiosAttrValue {
     pub fn as_text(&self) -> &str {
         match self {
-            AttrValue::Text(s) | AttrValue::Other(s) => s,
+            AdiosAttrValue::Text(s) | AdiosAttrValue::Other(s) => s,
         }
     }
 }
@@ -702,7 +702,7 @@ impl StreamReader {
     }
 
     /// Reads one attribute's value; `None` if it does not exist.
-    pub fn attribute(&self, name: &str) -> Result<Option<AttrValue>> {
+    pub fn attribute(&self, name: &str) -> Result<Option<AdiosAttrValue>> {
         let c = cstring(&self.path, name)?;
         // SAFETY: io valid; NULL if absent.
         let attr = unsafe { sys::adios2_inquire_attribute(self.ctx.io, c.as_ptr()) };
@@ -719,13 +719,15 @@ impl StreamReader {
             sys::adios2_attribute_is_value(&mut is_value, attr)
         })?;
         if t == sys::adios2_type_string && is_value == sys::adios2_true {
-            return Ok(Some(AttrValue::Text(self.string_attribute(attr, name)?)));
+            return Ok(Some(AdiosAttrValue::Text(
+                self.string_attribute(attr, name)?,
+            )));
         }
         let mut n = 0usize;
         check(&self.path, "adios2_attribute_size", unsafe {
             sys::adios2_attribute_size(&mut n, attr)
         })?;
-        Ok(Some(AttrValue::Other(format!(
+        Ok(Some(AdiosAttrValue::Other(format!(
             "<attribute of ADIOS2 type {t}, {n} element(s)>"
         ))))
     }

@@ -1,6 +1,7 @@
-//! A TAU stream read on a thread of its own.
+//! A trace source read on a thread of its own.
 //!
-//! Every ADIOS2 call of one stream — open, each step, close — happens on
+//! Every call into one stream's source — open, each step, close (for TAU,
+//! every ADIOS2 call) — happens on
 //! that stream's thread; the analysis asks for the next step and waits with
 //! a time-out of its choosing. That gives two things the lockstep analysis
 //! needs:
@@ -12,13 +13,13 @@
 //!   ends when its call returns;
 //! - the streams of one AD rank are read in parallel.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader, TraceError};
+use super::source::{NextStep, SourceOpener, StreamSpec, TraceError};
+use super::step::TraceStep;
 
 /// What the stream's thread answers.
 enum Reply {
@@ -31,8 +32,11 @@ enum Reply {
 pub enum Waited {
     /// The stream is open (answer to the open).
     Opened,
-    Step(Box<TauStep>),
+    /// The step asked for.
+    Step(Box<TraceStep>),
+    /// The writer closed the stream.
     EndOfStream,
+    /// Opening or reading failed.
     Failed(TraceError),
     /// Nothing within the time-out; ask again or give up.
     TimedOut,
@@ -45,7 +49,7 @@ pub struct ThreadedReader {
     stream: String,
     /// `Some(recycled buffers)` asks for the next step; dropping the
     /// sender ends the thread after its current call.
-    requests: Option<Sender<Option<TauStep>>>,
+    requests: Option<Sender<Option<TraceStep>>>,
     replies: Receiver<Reply>,
     /// Set when the analysis gives up on the stream.
     abandoned: Arc<AtomicBool>,
@@ -56,26 +60,25 @@ pub struct ThreadedReader {
 impl ThreadedReader {
     /// Starts the thread, which opens the stream; [`ThreadedReader::wait`]
     /// returns [`Waited::Opened`] (or the error) when it is open.
-    pub fn open(path: &Path, opts: TauReaderOptions) -> ThreadedReader {
-        let (req_tx, req_rx) = mpsc::channel::<Option<TauStep>>();
+    pub fn open(spec: &StreamSpec, opener: Arc<dyn SourceOpener>) -> ThreadedReader {
+        let (req_tx, req_rx) = mpsc::channel::<Option<TraceStep>>();
         let (rep_tx, rep_rx) = mpsc::channel::<Reply>();
         let abandoned = Arc::new(AtomicBool::new(false));
-        let path: PathBuf = path.to_path_buf();
-        let stream = path.display().to_string();
+        let stream = spec.path.display().to_string();
         let flag = abandoned.clone();
+        let spec = spec.clone();
         let spawned = std::thread::Builder::new()
-            .name(format!("read {}", path.display()))
-            .spawn(move || serve(path, opts, req_rx, rep_tx, flag));
+            .name(format!("read {stream}"))
+            .spawn(move || serve(&spec, opener.as_ref(), req_rx, rep_tx, flag));
         if let Err(e) = spawned {
             // Cannot happen short of resource exhaustion; reported as a
             // failed open through the same channel shape.
             let (tx, rx) = mpsc::channel();
-            let _ = tx.send(Reply::Opened(Err(TraceError::Open(
-                super::adios::AdiosError::Invalid {
-                    path: stream.clone(),
-                    msg: format!("cannot start a reader thread: {e}"),
-                },
-            ))));
+            let _ = tx.send(Reply::Opened(Err(TraceError::Format {
+                stream: stream.clone(),
+                offset: 0,
+                message: format!("cannot start a reader thread: {e}"),
+            })));
             return ThreadedReader {
                 stream,
                 requests: None,
@@ -93,13 +96,14 @@ impl ThreadedReader {
         }
     }
 
+    /// The stream's name.
     pub fn stream(&self) -> &str {
         &self.stream
     }
 
     /// Asks for the next step (does not wait), handing back the previous
     /// step's row buffers for reuse. No-op while a request is outstanding.
-    pub fn request(&mut self, recycled: Option<TauStep>) {
+    pub fn request(&mut self, recycled: Option<TraceStep>) {
         if self.pending {
             return;
         }
@@ -165,14 +169,14 @@ impl Drop for ThreadedReader {
 
 /// The stream's thread: open, then one step per request.
 fn serve(
-    path: PathBuf,
-    opts: TauReaderOptions,
-    requests: Receiver<Option<TauStep>>,
+    spec: &StreamSpec,
+    opener: &dyn SourceOpener,
+    requests: Receiver<Option<TraceStep>>,
     replies: Sender<Reply>,
     abandoned: Arc<AtomicBool>,
 ) {
     let poll = Duration::from_millis(100);
-    let mut reader = match TauStreamReader::open(&path, opts) {
+    let mut reader = match opener.open(spec) {
         Ok(r) => {
             let _ = replies.send(Reply::Opened(Ok(())));
             r

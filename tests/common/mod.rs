@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chimbuko_mpi::trace::adios::{Engine, ReadOptions};
-use chimbuko_mpi::trace::tau::{NextStep, TauReaderOptions, TauStep, TauStreamReader};
+use chimbuko_mpi::trace::source::NextStep;
+use chimbuko_mpi::trace::step::TraceStep;
+use chimbuko_mpi::trace::tau::{TauReaderOptions, TauStreamReader};
 
 /// Directory of the real TAU fixture.
 pub fn fixture_dir() -> PathBuf {
@@ -25,7 +27,7 @@ pub fn reader_options(engine: Engine) -> TauReaderOptions {
 }
 
 /// Reads every step of a stream.
-pub fn read_all(path: &Path, opts: TauReaderOptions) -> (Vec<TauStep>, TauStreamReader) {
+pub fn read_all(path: &Path, opts: TauReaderOptions) -> (Vec<TraceStep>, TauStreamReader) {
     let mut r = TauStreamReader::open(path, opts)
         .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
     let mut steps = Vec::new();

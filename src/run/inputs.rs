@@ -1,51 +1,40 @@
-//! Inputs and per-function rules of a run.
+//! The streams of a run: expanding the input patterns, agreeing on the
+//! list across AD ranks, and giving each rank its contiguous block.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use regex::Regex;
 
-use super::RunArgs;
-
-/// One application stream.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct StreamSpec {
-    pub program: u32,
-    pub app_rank: u64,
-    pub path: PathBuf,
-    /// Position in the list of all streams of the run.
-    pub global_index: usize,
-    /// Which `--input` it came from.
-    pub input: usize,
-}
+use super::options::RunOptions;
+pub use crate::trace::source::StreamSpec;
 
 /// The stream path patterns: `--input` with `{binary}` filled in, or TAU's
 /// default names from `--binary`, `--trace-dir` and `--prefix`.
-pub fn input_patterns(args: &RunArgs) -> anyhow::Result<Vec<String>> {
-    if args.inputs.is_empty() {
-        if args.binaries.is_empty() {
+pub fn input_patterns(opts: &RunOptions) -> anyhow::Result<Vec<String>> {
+    if opts.inputs.is_empty() {
+        if opts.binaries.is_empty() {
             bail!(
                 "no input: give --input 'DIR/tau-metrics-APP-{{rank}}.bp' (repeatable), or \
                  --binary APP (TAU's naming <trace-dir>/<prefix>-APP-<rank>.bp)"
             );
         }
-        return Ok(args
+        return Ok(opts
             .binaries
             .iter()
             .map(|b| {
-                args.trace_dir
-                    .join(format!("{}-{b}-{{rank}}.bp", args.prefix))
+                opts.trace_dir
+                    .join(format!("{}-{b}-{{rank}}.bp", opts.prefix))
                     .display()
                     .to_string()
             })
             .collect());
     }
     let mut out = Vec::new();
-    for (i, pattern) in args.inputs.iter().enumerate() {
+    for (i, pattern) in opts.inputs.iter().enumerate() {
         if pattern.contains("{binary}") {
-            let b = match args.binaries.len() {
-                1 => &args.binaries[0],
-                n if i < n => &args.binaries[i],
+            let b = match opts.binaries.len() {
+                1 => &opts.binaries[0],
+                n if i < n => &opts.binaries[i],
                 _ => bail!(
                     "--input {pattern:?} contains {{binary}}: give --binary (one, or one per --input)"
                 ),
@@ -63,8 +52,8 @@ pub fn input_patterns(args: &RunArgs) -> anyhow::Result<Vec<String>> {
 /// With file engines and no `--app-ranks`, the streams of each input are
 /// counted once its rank-0 stream exists, waiting up to `--open-timeout`
 /// for it (the application may still be starting).
-pub fn expand_inputs(args: &RunArgs) -> anyhow::Result<Vec<StreamSpec>> {
-    let patterns = input_patterns(args)?;
+pub fn expand_inputs(opts: &RunOptions) -> anyhow::Result<Vec<StreamSpec>> {
+    let patterns = input_patterns(opts)?;
     let n = patterns.len();
     let pick = |v: &[u64], i: usize| -> Option<u64> {
         match v.len() {
@@ -73,10 +62,10 @@ pub fn expand_inputs(args: &RunArgs) -> anyhow::Result<Vec<StreamSpec>> {
             _ => v.get(i).copied(),
         }
     };
-    if args.app_ranks.len() > 1 && args.app_ranks.len() != n {
+    if opts.app_ranks.len() > 1 && opts.app_ranks.len() != n {
         bail!("--app-ranks: give one value, or one per --input ({n})");
     }
-    if !args.program_idx.is_empty() && args.program_idx.len() != n {
+    if !opts.program_idx.is_empty() && opts.program_idx.len() != n {
         bail!("--program-idx: give one value per --input ({n})");
     }
     let mut out: Vec<StreamSpec> = Vec::new();
@@ -85,19 +74,19 @@ pub fn expand_inputs(args: &RunArgs) -> anyhow::Result<Vec<StreamSpec>> {
         if !pattern.contains("{rank}") {
             bail!("--input {pattern:?} must contain {{rank}} where the application rank goes");
         }
-        let program = args.program_idx.get(i).copied().unwrap_or(i as u32);
-        let count = match pick(&args.app_ranks, i) {
+        let program = opts.program_idx.get(i).copied().unwrap_or(i as u32);
+        let count = match pick(&opts.app_ranks, i) {
             Some(c) => c,
-            None if args.engine.is_file() => {
-                let wait = std::time::Duration::from_secs_f64(args.open_timeout.max(0.0));
+            None if opts.engine.is_file() => {
+                let wait = opts.open_timeout;
                 count_files_within(pattern, wait)
             }
-            None => bail!("--app-ranks is required with engine {} (streams appear only when the application starts)", args.engine),
+            None => bail!("--app-ranks is required with engine {} (streams appear only when the application starts)", opts.engine),
         };
         if count == 0 {
             bail!(
                 "--input {pattern:?}: no stream found within the open timeout ({} s): {} does not exist",
-                args.open_timeout,
+                opts.open_timeout.as_secs_f64(),
                 pattern.replace("{rank}", "0")
             );
         }
@@ -132,17 +121,17 @@ pub fn expand_inputs(args: &RunArgs) -> anyhow::Result<Vec<StreamSpec>> {
 /// AD ranks. Every rank returns the same error.
 pub fn agree_on_streams(
     coll: &crate::collectives::Collectives,
-    args: &RunArgs,
+    opts: &RunOptions,
 ) -> anyhow::Result<Vec<StreamSpec>> {
     let mine = if coll.rank() == 0 {
-        match expand_inputs(args) {
+        match expand_inputs(opts) {
             Ok(specs) => serde_json::json!({ "ok": specs }),
             Err(e) => serde_json::json!({ "err": format!("{e:#}") }),
         }
     } else {
         serde_json::Value::Null
     };
-    let settings = serde_json::to_string(&args.settings).unwrap_or_default();
+    let settings = serde_json::to_string(&opts.settings).unwrap_or_default();
     let mut msg = serde_json::to_vec(&serde_json::json!({ "streams": mine, "settings": settings }))
         .unwrap_or_default();
     msg.shrink_to_fit();
@@ -203,73 +192,6 @@ pub fn block_of(all: &[StreamSpec], rank: usize, size: usize) -> Vec<StreamSpec>
     let n = all.len();
     let (lo, hi) = (rank * n / size, (rank + 1) * n / size);
     all[lo..hi].to_vec()
-}
-
-/// Which functions are ignored, and per-function thresholds.
-#[derive(Debug, Default)]
-pub struct FunctionRules {
-    ignore_regex: Option<Regex>,
-    ignore_names: std::collections::HashSet<String>,
-    thresholds: std::collections::HashMap<String, f64>,
-}
-
-impl FunctionRules {
-    pub fn load(args: &RunArgs) -> anyhow::Result<Self> {
-        let mut rules = FunctionRules::default();
-        if let Some(re) = &args.ignore_regex {
-            rules.ignore_regex =
-                Some(Regex::new(re).with_context(|| format!("--ignore-regex {re:?}"))?);
-        }
-        if let Some(p) = &args.ignore_file {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading --ignore-file {}", p.display()))?;
-            for line in text.lines() {
-                let name = line.trim();
-                if !name.is_empty() && !name.starts_with('#') {
-                    rules.ignore_names.insert(name.to_owned());
-                }
-            }
-        }
-        if let Some(p) = &args.threshold_file {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading --threshold-file {}", p.display()))?;
-            for (no, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                let (value, name) = line.split_once(char::is_whitespace).with_context(|| {
-                    format!(
-                        "{}:{}: expected `<value> <function name>`",
-                        p.display(),
-                        no + 1
-                    )
-                })?;
-                let value: f64 = value
-                    .parse()
-                    .ok()
-                    .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                    .with_context(|| {
-                        format!(
-                            "{}:{}: {value:?} is not a non-negative number",
-                            p.display(),
-                            no + 1
-                        )
-                    })?;
-                rules.thresholds.insert(name.trim().to_owned(), value);
-            }
-        }
-        Ok(rules)
-    }
-
-    pub fn is_ignored(&self, name: &str) -> bool {
-        self.ignore_names.contains(name)
-            || self.ignore_regex.as_ref().is_some_and(|r| r.is_match(name))
-    }
-
-    pub fn threshold(&self, name: &str) -> Option<f64> {
-        self.thresholds.get(name).copied()
-    }
 }
 
 #[cfg(test)]

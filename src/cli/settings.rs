@@ -17,25 +17,9 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use clap::{ArgAction, Args, Command};
 
-use super::RunArgs;
+use chimbuko_mpi::run::options::{Setting, Source};
 
-/// Where one setting's value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Flag,
-    Env,
-    File,
-    Default,
-}
-
-/// One setting as the run uses it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Setting {
-    pub name: String,
-    pub value: String,
-    pub source: Source,
-}
+use super::run::RunArgs;
 
 /// Environment variable of a flag: `--flush-steps` → `CHIMBUKO_FLUSH_STEPS`.
 pub fn env_name(long: &str) -> String {

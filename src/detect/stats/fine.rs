@@ -21,7 +21,7 @@
 
 use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use super::histogram::{BinWidth, Histogram, HistogramError, Piece, MAX_MERGED_BINS};
-use super::Wire;
+use crate::detect::Wire;
 
 /// log2 of the number of buckets per octave.
 pub const SUB_BITS: u32 = 7;

@@ -10,10 +10,13 @@
 
 use std::collections::HashMap;
 
-use crate::collectives::NameKey;
 use crate::events::{CounterRole, IndexMap};
+use crate::trace::dictionary::MAX_NAME_INDEX;
 use crate::trace::format::{Attribute, EventKind};
-use crate::trace::tau::MAX_NAME_INDEX;
+
+/// A name as the AD ranks agree on it: (program index, or [`COUNTER_MARK`]
+/// for counters, name).
+pub type NameKey = (u32, String);
 
 /// Program value used to mark counter names in the shared agreement list.
 pub const COUNTER_MARK: u32 = u32::MAX;

@@ -1,0 +1,47 @@
+//! `chimbuko-mpi inspect` and `export`: reading a provenance file back.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use chimbuko_mpi::output::read::{export_json, print_inspect, Provenance};
+
+/// The flags of `inspect`.
+#[derive(Args)]
+pub struct InspectArgs {
+    /// Provenance file written by `run`.
+    file: PathBuf,
+    /// Rows of the per-function table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+}
+
+/// The flags of `export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Write JSON documents (anomalies, normalexecs, metadata, func_stats,
+    /// counter_stats, ad_model) with the field names of Chimbuko's schema.
+    #[arg(long, required = true)]
+    json: bool,
+    /// Provenance file written by `run`.
+    file: PathBuf,
+    /// Directory for the JSON files (created if missing).
+    out: PathBuf,
+}
+
+/// Runs `inspect`.
+pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
+    let p = Provenance::load(&a.file)?;
+    let stdout = std::io::stdout();
+    print_inspect(&p, &mut stdout.lock(), a.top)?;
+    Ok(())
+}
+
+/// Runs `export`.
+pub fn run_export(a: ExportArgs) -> anyhow::Result<()> {
+    let p = Provenance::load(&a.file)?;
+    for (name, n) in export_json(&p, &a.out)? {
+        println!("{}: {n} documents", a.out.join(name).display());
+    }
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! The command line: clap structs, the flag > environment > config-file
+//! layering of `run`'s settings, and dispatch to the subcommands.
+//!
+//! Nothing below this room sees clap: each subcommand's flags become the
+//! plain options type its library module takes (`run::options::RunOptions`,
+//! `synth::SynthOptions`, ...).
+
+mod dump;
+mod inspect;
+mod run;
+mod settings;
+mod synth;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use chimbuko_mpi::run::options::Setting;
+use chimbuko_mpi::run::AlreadyReported;
+use chimbuko_mpi::sys::allocator::{tune_allocator, AllocatorProfile};
+
+#[derive(Parser)]
+#[command(
+    name = "chimbuko-mpi",
+    version,
+    about = "In situ performance anomaly detection for TAU traces over MPI"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write synthetic TAU-format streams (and their ground truth) from a scenario file.
+    Synth(synth::SynthArgs),
+    /// Summarise what a TAU stream holds, step by step.
+    Dump(dump::DumpArgs),
+    /// Analyse TAU streams on N AD ranks (under mpirun): label every execution.
+    Run(Box<run::RunArgs>),
+    /// Summarise a provenance file: run parameters, anomalies per function
+    /// and rank, the worst anomalies with their call stacks.
+    Inspect(inspect::InspectArgs),
+    /// Export a provenance file as Chimbuko's JSON documents.
+    Export(inspect::ExportArgs),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn main() -> ExitCode {
+    let is_run = std::env::args_os().nth(1).is_some_and(|a| a == "run");
+    tune_allocator(if is_run {
+        AllocatorProfile::Resident
+    } else {
+        AllocatorProfile::Throughput
+    });
+    let (argv, effective) = match command_line() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("chimbuko-mpi: error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match Cli::parse_from(argv).command {
+        Command::Synth(a) => chimbuko_mpi::synth::run(a.into_options()),
+        Command::Dump(a) => dump::run_dump(a),
+        Command::Run(a) => chimbuko_mpi::run::run_on_mpi(&a.into_options(effective)),
+        Command::Inspect(a) => inspect::run_inspect(a),
+        Command::Export(a) => inspect::run_export(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<AlreadyReported>() => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("chimbuko-mpi: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The command line, with `run`'s settings completed from the environment
+/// and the config file, and every effective setting with its source.
+fn command_line() -> anyhow::Result<(Vec<OsString>, Vec<Setting>)> {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if argv.get(1).map(|a| a == "run") != Some(true) {
+        return Ok((argv, Vec::new()));
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let (rest, sources) = settings::complete_args(&argv[2..], &env)?;
+    let eff = settings::effective(&rest, &sources);
+    let mut full = argv[..2].to_vec();
+    full.extend(rest);
+    Ok((full, eff))
+}

@@ -1,0 +1,14 @@
+//! Exact statistics engines the detectors are built on.
+//!
+//! Everything here is integer arithmetic that merges exactly over ranks, so
+//! that a model reduced from any split of the streams is bit-identical:
+//! - [`exact`]: power sums of integer runtimes ([`exact::ExactMoments`]) and
+//!   of counter values ([`exact::WideMoments`]), and the statistics derived
+//!   from them;
+//! - [`fine`]: the fine histogram on a fixed global bucket grid, reduced in
+//!   two rounds (which buckets, then their counts);
+//! - [`histogram`]: the labelling histogram derived from the fine one.
+
+pub mod exact;
+pub mod fine;
+pub mod histogram;

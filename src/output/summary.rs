@@ -1,0 +1,208 @@
+//! The run's headline numbers, the end-of-run table rank 0 prints, and
+//! the JSON files `--model-out` and `--summary-out` write.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::totals::FunctionTotals;
+use super::truth::TruthCounts;
+use crate::detect::Detector;
+use crate::events::names::GlobalNames;
+
+/// The run's headline numbers (rank 0).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub ad_ranks: usize,
+    pub streams: usize,
+    pub steps: u64,
+    pub rows: u64,
+    pub executions: u64,
+    /// Anomalies as labelled during the run, step by step.
+    pub anomalies_in_situ: u64,
+    /// Final anomalies (after the end-of-run re-judgement).
+    pub anomalies: u64,
+    /// In-situ anomalies that the final model judges normal.
+    pub anomalies_pruned_at_end: u64,
+    pub open_calls_at_end: u64,
+    pub event_issues: u64,
+    /// Streams that failed (unreadable data, writer gone) or stalled (no
+    /// step within the step timeout); the others were analysed to the end.
+    pub streams_failed: u64,
+    pub streams_stalled: u64,
+    pub seconds: f64,
+    pub model_digest: String,
+    /// Largest peak resident set size of any AD rank.
+    pub peak_rss_mb: f64,
+    /// Slowest rank's seconds per phase.
+    pub timings: Vec<(String, f64)>,
+    pub truth: Option<TruthCounts>,
+    /// The provenance file, if one was written.
+    pub provenance: Option<String>,
+    /// Bytes per step one AD rank contributes to each collective phase
+    /// (largest rank).
+    pub collective_bytes_per_step: CollectiveBytes,
+    /// Collective calls per step (agreement, reduction, status, outputs).
+    pub collective_calls_per_step: f64,
+}
+
+/// Collective payload per step of one rank.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CollectiveBytes {
+    /// Name agreement.
+    pub agree: f64,
+    /// Model reduction.
+    pub reduce: f64,
+    /// Status exchange.
+    pub status: f64,
+}
+
+impl CollectiveBytes {
+    /// Per-step averages of byte totals (agree, reduce, status).
+    pub fn per_step(totals: &[u64], steps: u64) -> CollectiveBytes {
+        let s = steps.max(1) as f64;
+        let get = |i: usize| totals.get(i).copied().unwrap_or(0) as f64 / s;
+        CollectiveBytes {
+            agree: get(0),
+            reduce: get(1),
+            status: get(2),
+        }
+    }
+}
+
+fn top_functions(totals: &FunctionTotals, top: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..totals.executions.len())
+        .filter(|&f| totals.executions[f] > 0)
+        .collect();
+    idx.sort_by(|&a, &b| {
+        totals.anomalies[b]
+            .cmp(&totals.anomalies[a])
+            .then(a.cmp(&b))
+    });
+    idx.truncate(top);
+    idx
+}
+
+/// The end-of-run table on rank 0.
+pub fn print_summary(
+    s: &RunSummary,
+    totals: &FunctionTotals,
+    names: &GlobalNames,
+    det: &dyn Detector,
+    top: usize,
+) {
+    println!(
+        "chimbuko-mpi run: {} AD rank(s), {} stream(s), {} step(s), {} rows, {} executions, {} anomalies ({} in situ, {} pruned at end) in {:.2} s ({:.2} M rows/s)",
+        s.ad_ranks,
+        s.streams,
+        s.steps,
+        s.rows,
+        s.executions,
+        s.anomalies,
+        s.anomalies_in_situ,
+        s.anomalies_pruned_at_end,
+        s.seconds,
+        s.rows as f64 / s.seconds.max(1e-9) / 1e6
+    );
+    if let Some(t) = &s.truth {
+        println!(
+            "ground truth: {} injected; precision {:.4}, recall {:.4} (TP {}, FP {}, FN {})",
+            t.injected,
+            t.precision,
+            t.recall,
+            t.true_positives,
+            t.false_positives,
+            t.false_negatives
+        );
+    }
+    println!(
+        "{:>4} {:>10} {:>9} {:>12} {:>12}  function",
+        "prog", "executions", "anomalies", "mean_us", "stddev_us"
+    );
+    for f in top_functions(totals, top) {
+        let m = det.model_json(f as u32);
+        println!(
+            "{:>4} {:>10} {:>9} {:>12.1} {:>12.1}  {}",
+            names.functions.program(f as u32),
+            totals.executions[f],
+            totals.anomalies[f],
+            m["mean"].as_f64().unwrap_or(0.0),
+            m["stddev"].as_f64().unwrap_or(0.0),
+            names.functions.name(f as u32)
+        );
+    }
+    let steps = s.steps.max(1) as f64;
+    let parts: Vec<String> = s
+        .timings
+        .iter()
+        .map(|(n, secs)| format!("{n} {:.3}", secs * 1e3 / steps))
+        .collect();
+    println!(
+        "ms per step (slowest rank): {}; peak RSS {:.0} MB (largest rank)",
+        parts.join(", "),
+        s.peak_rss_mb
+    );
+    if s.streams_failed > 0 || s.streams_stalled > 0 {
+        println!(
+            "streams that failed: {}; stalled: {} (see the `streams` table of the provenance file)",
+            s.streams_failed, s.streams_stalled
+        );
+    }
+    if s.open_calls_at_end > 0 || s.event_issues > 0 {
+        println!(
+            "calls still open at end of stream: {}; event issues: {}",
+            s.open_calls_at_end, s.event_issues
+        );
+    }
+}
+
+fn functions_json(
+    names: &GlobalNames,
+    det: &dyn Detector,
+    totals: &FunctionTotals,
+) -> Vec<serde_json::Value> {
+    (0..names.functions.len())
+        .map(|f| {
+            serde_json::json!({
+                "index": f,
+                "program": names.functions.program(f as u32),
+                "name": names.functions.name(f as u32),
+                "executions": totals.executions.get(f).copied().unwrap_or(0),
+                "anomalies": totals.anomalies.get(f).copied().unwrap_or(0),
+                "unlabeled": totals.unlabeled.get(f).copied().unwrap_or(0),
+                "model": det.model_json(f as u32),
+            })
+        })
+        .collect()
+}
+
+/// The final global model as JSON.
+pub fn write_model(
+    p: &Path,
+    names: &GlobalNames,
+    det: &dyn Detector,
+    totals: &FunctionTotals,
+) -> anyhow::Result<()> {
+    let v = serde_json::json!({
+        "algorithm": det.name(),
+        "digest": format!("{:016x}", det.digest()),
+        "functions": functions_json(names, det, totals),
+    });
+    std::fs::write(p, serde_json::to_string_pretty(&v)?)
+        .with_context(|| format!("writing {}", p.display()))
+}
+
+/// The run summary as JSON (for benchmarks and scripts).
+pub fn write_summary(
+    p: &Path,
+    s: &RunSummary,
+    totals: &FunctionTotals,
+    names: &GlobalNames,
+    det: &dyn Detector,
+) -> anyhow::Result<()> {
+    let mut v = serde_json::to_value(s)?;
+    v["functions"] = serde_json::Value::Array(functions_json(names, det, totals));
+    std::fs::write(p, serde_json::to_string_pretty(&v)?)
+        .with_context(|| format!("writing {}", p.display()))
+}

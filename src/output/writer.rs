@@ -1,0 +1,678 @@
+//! The provenance file's writer: buffers records and tables and appends
+//! them collectively to one HDF5 file (through [`super::hdf5file`]) every
+//! `--flush-steps` steps and at the end, together with the global tables
+//! (functions, statistics, models), and re-judges the stored records
+//! against the final model at the end of the run.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::bail;
+
+use crate::collectives::Collectives;
+use crate::detect::{Detector, Label, ModelSnapshot};
+use crate::events::names::GlobalNames;
+
+use super::{label_code, COLLECTIONS};
+
+use super::collect::Collection;
+use super::hdf5file::{FileAttr, ProvenanceFile};
+use super::records::*;
+use super::stats::GlobalStats;
+
+/// Companion tables of a collection, in the order of [`table_counts`].
+const COMPANIONS: [&str; 7] = [
+    "call_stack",
+    "counter_events",
+    "exec_window",
+    "comm_window",
+    "gpu_location",
+    "gpu_parent",
+    "node_state",
+];
+
+/// A record kept for the end-of-run re-evaluation.
+#[derive(Debug, Clone, Copy)]
+struct StoredRecord {
+    /// Collection (0 anomalies, 1 normal_execs) and row in its records.
+    collection: u8,
+    row: u64,
+    fid: u32,
+    pid: u32,
+    rid: u64,
+    io_step: u64,
+    entry: u64,
+    exit: u64,
+    inclusive: u64,
+    exclusive: u64,
+    label: i8,
+    score: f64,
+}
+
+/// Buffers provenance and writes it to the file, collectively.
+pub struct ProvenanceWriter {
+    file: ProvenanceFile,
+    pub collections: [Collection; 2],
+    pub metadata: Vec<MetadataRow>,
+    pub steps: Vec<StepRow>,
+    pub perf: Vec<PerfRow>,
+    /// This rank's streams (the `streams` table is rewritten whole at each
+    /// write from every rank's rows).
+    pub stream_rows: Vec<StreamRow>,
+    /// Model snapshots (rank 0 only holds rows; all ranks count them).
+    models: Vec<ModelRow>,
+    model_hist: Vec<u64>,
+    models_total: u64,
+    /// Records the end-of-run re-evaluation will revisit.
+    stored: Vec<StoredRecord>,
+    max_stored: usize,
+    /// Anomaly metrics of records that will not be revisited (the runtime
+    /// and counter profiles are the run's, passed in at each write).
+    anomaly_stats: GlobalStats,
+    use_inclusive: bool,
+    /// Records already in `collections` before this step's snapshots.
+    step_from: [usize; 2],
+    /// A write failed (on some rank): no more HDF5 calls but the close.
+    broken: bool,
+}
+
+impl ProvenanceWriter {
+    /// Creates the file and its tables (collective).
+    pub fn create(
+        path: &Path,
+        coll: &Collectives,
+        overwrite: bool,
+        max_stored: usize,
+        use_inclusive: bool,
+    ) -> anyhow::Result<Self> {
+        let mut file = ProvenanceFile::create(path, coll, overwrite)?;
+        for c in COLLECTIONS {
+            file.create_table::<ExecRecord>(&format!("{c}/records"))?;
+            file.create_table::<CallStackRow>(&format!("{c}/call_stack"))?;
+            file.create_table::<CounterEventRow>(&format!("{c}/counter_events"))?;
+            file.create_table::<ExecWindowRow>(&format!("{c}/exec_window"))?;
+            file.create_table::<CommWindowRow>(&format!("{c}/comm_window"))?;
+            file.create_table::<GpuLocationRow>(&format!("{c}/gpu_location"))?;
+            file.create_table::<GpuParentRow>(&format!("{c}/gpu_parent"))?;
+            file.create_table::<NodeStateRow>(&format!("{c}/node_state"))?;
+        }
+        file.create_table::<MetadataRow>("metadata")?;
+        file.create_table::<StepRow>("steps")?;
+        file.create_table::<PerfRow>("ad_perf")?;
+        file.create_table::<ModelRow>("model_params")?;
+        file.create_table::<u64>("model_params_hist")?;
+        Ok(ProvenanceWriter {
+            file,
+            collections: [Collection::default(), Collection::default()],
+            metadata: Vec::new(),
+            steps: Vec::new(),
+            perf: Vec::new(),
+            stream_rows: Vec::new(),
+            models: Vec::new(),
+            model_hist: Vec::new(),
+            models_total: 0,
+            stored: Vec::new(),
+            max_stored,
+            anomaly_stats: GlobalStats::default(),
+            use_inclusive,
+            step_from: [0, 0],
+            broken: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub fn set_attrs(&self, attrs: &[(&str, FileAttr)]) -> anyhow::Result<()> {
+        self.file.set_attrs(attrs)
+    }
+
+    /// Collections to add this step's records to.
+    pub fn collections_mut(&mut self) -> (&mut Collection, &mut Collection) {
+        let [a, n] = &mut self.collections;
+        (a, n)
+    }
+
+    /// Ends a step's collection: the functions of its records get one model
+    /// snapshot each (the parameters their labels came from), the same rows
+    /// on every rank whatever the number of ranks (collective).
+    pub fn snapshot_models(
+        &mut self,
+        coll: &Collectives,
+        step: u64,
+        detector: &dyn Detector,
+        names: &GlobalNames,
+    ) {
+        let n = names.functions.len();
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for (c, from) in self.collections.iter().zip(self.step_from) {
+            for f in c.functions_since(from) {
+                if let Some(w) = bits.get_mut(f as usize / 64) {
+                    *w |= 1 << (f % 64);
+                }
+            }
+        }
+        let bits = coll.allreduce_or(&bits);
+        let mut row_of = HashMap::new();
+        for f in 0..n as u32 {
+            if bits[f as usize / 64] >> (f % 64) & 1 == 1 {
+                let row = self.models_total + row_of.len() as u64;
+                row_of.insert(f, row);
+                if coll.rank() == 0 {
+                    let snap = detector.model_snapshot(f);
+                    self.push_model(step, f, &snap, names);
+                }
+            }
+        }
+        self.models_total += row_of.len() as u64;
+        for (c, from) in self.collections.iter_mut().zip(self.step_from) {
+            for r in &mut c.records[from..] {
+                r.model_row = row_of.get(&r.fid).copied().unwrap_or(NO_MODEL);
+            }
+        }
+        self.step_from = [
+            self.collections[0].records.len(),
+            self.collections[1].records.len(),
+        ];
+    }
+
+    fn push_model(&mut self, io_step: u64, f: u32, s: &ModelSnapshot, names: &GlobalNames) {
+        self.models.push(model_row(
+            io_step,
+            f,
+            s,
+            names,
+            self.model_hist.len() as u64,
+        ));
+        self.model_hist.extend_from_slice(&s.hist_counts);
+    }
+
+    /// Appends everything buffered and rewrites the global tables
+    /// (collective). `profiles` are this rank's runtime and counter
+    /// profiles since the start.
+    pub fn flush(
+        &mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        profiles: &GlobalStats,
+        attrs: &[(&str, FileAttr)],
+    ) -> anyhow::Result<()> {
+        self.append_buffers(coll)?;
+        self.write_globals(coll, names, detector, profiles, false)?;
+        let r = self.usable().and_then(|_| self.file.set_attrs(attrs));
+        self.agreed(coll, r)?;
+        let r = self.usable().and_then(|_| self.file.flush());
+        self.agreed(coll, r)
+    }
+
+    /// Fails once the file is unusable (the same on every rank).
+    fn usable(&self) -> anyhow::Result<()> {
+        if self.broken {
+            bail!(
+                "provenance file {} is unusable after an earlier write error",
+                self.file.path().display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Ends a phase of HDF5 calls: every rank learns whether any failed
+    /// (collective). After a failure the file is unusable on all ranks, so
+    /// they keep making the same (no) HDF5 calls and none can hang in one.
+    fn agreed(&mut self, coll: &Collectives, r: anyhow::Result<()>) -> anyhow::Result<()> {
+        let failed = coll.allreduce_sum(&[r.is_err() as u64])[0];
+        if failed == 0 {
+            return Ok(());
+        }
+        self.broken = true;
+        r?;
+        bail!(
+            "writing provenance file {} failed on another AD rank (see its message)",
+            self.file.path().display()
+        )
+    }
+
+    /// Rows each table receives from this rank in this flush.
+    fn table_counts(&self) -> Vec<u64> {
+        let mut v = Vec::new();
+        for c in &self.collections {
+            v.push(c.records.len() as u64);
+            v.push(c.call_stack.len() as u64);
+            v.push(c.counter_events.len() as u64);
+            v.push(c.exec_window.len() as u64);
+            v.push(c.comm_window.len() as u64);
+            v.push(c.gpu_location.len() as u64);
+            v.push(c.gpu_parent.len() as u64);
+            v.push(c.node_state.len() as u64);
+        }
+        v.extend([
+            self.metadata.len() as u64,
+            self.steps.len() as u64,
+            self.perf.len() as u64,
+            self.models.len() as u64,
+            self.model_hist.len() as u64,
+        ]);
+        v
+    }
+
+    /// Names of the appendable tables, in the order of [`table_counts`].
+    fn table_names() -> Vec<String> {
+        let mut v = Vec::new();
+        for c in COLLECTIONS {
+            v.push(format!("{c}/records"));
+            v.extend(COMPANIONS.iter().map(|t| format!("{c}/{t}")));
+        }
+        v.extend(
+            [
+                "metadata",
+                "steps",
+                "ad_perf",
+                "model_params",
+                "model_params_hist",
+            ]
+            .map(String::from),
+        );
+        v
+    }
+
+    /// Appends the buffered rows of every table in two agreed phases: grow
+    /// every table (collective), then write this rank's rows (independent).
+    /// The buffers are emptied either way.
+    fn append_buffers(&mut self, coll: &Collectives) -> anyhow::Result<()> {
+        let names = Self::table_names();
+        let counts = self.table_counts();
+        let (off, tot) = coll.append_offsets(&counts);
+        let mut bases = vec![0u64; names.len()];
+        let r = self.usable().and_then(|_| {
+            for (k, name) in names.iter().enumerate() {
+                bases[k] = self.file.grow(name, tot[k])?;
+            }
+            Ok(())
+        });
+        self.agreed(coll, r)?;
+        // Where this rank's rows start in each table.
+        let start: Vec<u64> = bases.iter().zip(&off).map(|(b, o)| b + o).collect();
+        let per = 1 + COMPANIONS.len();
+        let g = 2 * per;
+        for m in &mut self.models {
+            m.hist_start += start[g + 4];
+        }
+        let mut collections = std::mem::take(&mut self.collections);
+        for (ci, c) in collections.iter_mut().enumerate() {
+            let s = &start[ci * per..(ci + 1) * per];
+            shift(c, s[0], &s[1..]);
+            self.remember(ci as u8, s[0], &c.records);
+        }
+        let models = std::mem::take(&mut self.models);
+        let hist = std::mem::take(&mut self.model_hist);
+        let metadata = std::mem::take(&mut self.metadata);
+        let steps = std::mem::take(&mut self.steps);
+        let perf = std::mem::take(&mut self.perf);
+        self.step_from = [0, 0];
+        let f = &self.file;
+        let r = self.usable().and_then(|_| {
+            for (ci, c) in collections.iter().enumerate() {
+                let n = &names[ci * per..(ci + 1) * per];
+                let s = &start[ci * per..(ci + 1) * per];
+                f.write_rows(&n[0], s[0], &c.records)?;
+                f.write_rows(&n[1], s[1], &c.call_stack)?;
+                f.write_rows(&n[2], s[2], &c.counter_events)?;
+                f.write_rows(&n[3], s[3], &c.exec_window)?;
+                f.write_rows(&n[4], s[4], &c.comm_window)?;
+                f.write_rows(&n[5], s[5], &c.gpu_location)?;
+                f.write_rows(&n[6], s[6], &c.gpu_parent)?;
+                f.write_rows(&n[7], s[7], &c.node_state)?;
+            }
+            f.write_rows(&names[g], start[g], &metadata)?;
+            f.write_rows(&names[g + 1], start[g + 1], &steps)?;
+            f.write_rows(&names[g + 2], start[g + 2], &perf)?;
+            f.write_rows(&names[g + 3], start[g + 3], &models)?;
+            f.write_rows(&names[g + 4], start[g + 4], &hist)
+        });
+        self.agreed(coll, r)
+    }
+
+    /// Keeps what the re-evaluation needs of flushed records, up to the
+    /// budget; anomalies beyond it count in the statistics as labelled.
+    fn remember(&mut self, collection: u8, rec_base: u64, records: &[ExecRecord]) {
+        let mut finalized = Vec::new();
+        for (k, r) in records.iter().enumerate() {
+            if self.stored.len() < self.max_stored {
+                self.stored.push(StoredRecord {
+                    collection,
+                    row: rec_base + k as u64,
+                    fid: r.fid,
+                    pid: r.pid,
+                    rid: r.rid,
+                    io_step: r.io_step,
+                    entry: r.entry,
+                    exit: r.exit,
+                    inclusive: r.runtime_total,
+                    exclusive: r.runtime_exclusive,
+                    label: r.label,
+                    score: r.outlier_score,
+                });
+            } else if r.label == LABEL_ANOMALY {
+                finalized.push(anomaly_of(r));
+            }
+        }
+        add_anomaly_metrics(&mut self.anomaly_stats, &finalized);
+    }
+
+    /// Global tables, rewritten whole (collective; identical on every rank).
+    fn write_globals(
+        &mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        profiles: &GlobalStats,
+        final_labels: bool,
+    ) -> anyhow::Result<()> {
+        let nf = names.functions.len();
+        let nc = names.counters.len();
+        // This rank's statistics plus the anomalies it still holds.
+        let mut mine = profiles.clone();
+        mine.merge(&self.anomaly_stats);
+        let held: Vec<Anomaly> = self
+            .stored
+            .iter()
+            .filter(|s| s.collection == 0 || final_labels)
+            .filter_map(|s| {
+                let (label, score) = if final_labels {
+                    let v = detector.label(
+                        s.fid,
+                        if self.use_inclusive {
+                            s.inclusive
+                        } else {
+                            s.exclusive
+                        },
+                    );
+                    (v.label == Label::Anomaly, v.score)
+                } else {
+                    (s.label == LABEL_ANOMALY, s.score)
+                };
+                label.then_some(Anomaly {
+                    fid: s.fid,
+                    bucket: (s.pid, s.rid, s.io_step),
+                    entry: s.entry,
+                    exit: s.exit,
+                    score,
+                    severity: s.exclusive,
+                })
+            })
+            .collect();
+        add_anomaly_metrics(&mut mine, &held);
+        let g = mine.reduce(coll, nf, nc);
+        let functions: Vec<FunctionRow> = (0..nf as u32)
+            .map(|f| FunctionRow {
+                fid: f,
+                pid: names.functions.program(f),
+                name: fixed(names.functions.name(f)),
+            })
+            .collect();
+        let counters: Vec<CounterRow> = (0..nc as u32)
+            .map(|c| CounterRow {
+                counter_idx: c,
+                name: fixed(names.counters.name(c)),
+            })
+            .collect();
+        let func_stats: Vec<FuncStatsRow> = g
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(f, s)| func_stats_row(f as u32, s, names))
+            .collect();
+        let counter_stats: Vec<CounterStatsRow> = g
+            .counters
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.n > 0)
+            .map(|(c, m)| {
+                let mut row = CounterStatsRow {
+                    counter_idx: c as u32,
+                    counter: fixed(names.counters.name(c as u32)),
+                    ..Default::default()
+                };
+                row.set_stats(super::stats::wide_run_stats(m));
+                row
+            })
+            .collect();
+        let mut model_rows = Vec::with_capacity(nf);
+        let mut hist = Vec::new();
+        for f in 0..nf as u32 {
+            let s = detector.model_snapshot(f);
+            model_rows.push(model_row(u64::MAX, f, &s, names, hist.len() as u64));
+            hist.extend_from_slice(&s.hist_counts);
+        }
+        let (stream_off, stream_tot) = coll.append_offsets(&[self.stream_rows.len() as u64]);
+        let tables: [(&str, u64); 6] = [
+            ("functions", functions.len() as u64),
+            ("counters", counters.len() as u64),
+            ("func_stats", func_stats.len() as u64),
+            ("counter_stats", counter_stats.len() as u64),
+            ("ad_model", model_rows.len() as u64),
+            ("ad_model_hist", hist.len() as u64),
+        ];
+        let f = &mut self.file;
+        let r = if self.broken {
+            Ok(())
+        } else {
+            f.recreate::<FunctionRow>(tables[0].0, tables[0].1)
+                .and_then(|_| f.recreate::<CounterRow>(tables[1].0, tables[1].1))
+                .and_then(|_| f.recreate::<FuncStatsRow>(tables[2].0, tables[2].1))
+                .and_then(|_| f.recreate::<CounterStatsRow>(tables[3].0, tables[3].1))
+                .and_then(|_| f.recreate::<ModelRow>(tables[4].0, tables[4].1))
+                .and_then(|_| f.recreate::<u64>(tables[5].0, tables[5].1))
+                .and_then(|_| f.recreate::<StreamRow>("streams", stream_tot[0]))
+        };
+        let r = self.usable().and(r);
+        self.agreed(coll, r)?;
+        // Identical on every rank: rank 0 writes them.
+        let f = &self.file;
+        let r = if coll.rank() == 0 {
+            f.write_rows("functions", 0, &functions)
+                .and_then(|_| f.write_rows("counters", 0, &counters))
+                .and_then(|_| f.write_rows("func_stats", 0, &func_stats))
+                .and_then(|_| f.write_rows("counter_stats", 0, &counter_stats))
+                .and_then(|_| f.write_rows("ad_model", 0, &model_rows))
+                .and_then(|_| f.write_rows("ad_model_hist", 0, &hist))
+        } else {
+            Ok(())
+        };
+        // Each rank writes its own streams' rows.
+        let r = r.and_then(|_| f.write_rows("streams", stream_off[0], &self.stream_rows));
+        self.agreed(coll, r)
+    }
+
+    /// End of run: appends what is buffered, re-evaluates the stored
+    /// records against the final model (when `relabel`), rewrites the
+    /// global tables, sets the final attributes and closes the file
+    /// (collective). Returns how many anomalies the re-evaluation turned
+    /// normal on this rank. On error the file is still closed, holding what
+    /// was written before.
+    pub fn finish(
+        mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        profiles: &GlobalStats,
+        relabel: bool,
+        attrs: &[(&str, FileAttr)],
+    ) -> anyhow::Result<u64> {
+        let result = (|| -> anyhow::Result<u64> {
+            self.append_buffers(coll)?;
+            let mut pruned = 0;
+            if relabel {
+                let (r, p) = self.relabel(detector);
+                pruned = p;
+                self.agreed(coll, r)?;
+            }
+            self.write_globals(coll, names, detector, profiles, relabel)?;
+            let r = self.file.set_attrs(attrs);
+            self.agreed(coll, r)?;
+            let r = self.file.flush();
+            self.agreed(coll, r)?;
+            Ok(pruned)
+        })();
+        let closed = self.file.close();
+        let pruned = result?;
+        closed?;
+        Ok(pruned)
+    }
+
+    /// Writes final labels and scores of the stored records (independent
+    /// writes of runs of consecutive rows).
+    fn relabel(&mut self, detector: &dyn Detector) -> (anyhow::Result<()>, u64) {
+        let mut pruned = 0u64;
+        let mut run: Vec<FinalVerdict> = Vec::new();
+        let mut run_start = (0u8, 0u64);
+        let mut result = Ok(());
+        let stored = std::mem::take(&mut self.stored);
+        for (k, s) in stored.iter().enumerate() {
+            let value = if self.use_inclusive {
+                s.inclusive
+            } else {
+                s.exclusive
+            };
+            let v = detector.label(s.fid, value);
+            if s.collection == 0 && s.label == LABEL_ANOMALY && v.label != Label::Anomaly {
+                pruned += 1;
+            }
+            if run.is_empty() {
+                run_start = (s.collection, s.row);
+            }
+            run.push(FinalVerdict {
+                final_label: label_code(v.label),
+                final_score: v.score,
+            });
+            let next_continues = stored
+                .get(k + 1)
+                .is_some_and(|n| n.collection == s.collection && n.row == s.row + 1);
+            if !next_continues {
+                let name = format!("{}/records", COLLECTIONS[run_start.0 as usize]);
+                if result.is_ok() {
+                    result = self.file.write_rows(&name, run_start.1, &run);
+                }
+                run.clear();
+            }
+        }
+        self.stored = stored;
+        (result, pruned)
+    }
+}
+
+/// Moves local row references to file rows.
+fn shift(c: &mut Collection, rec_base: u64, base: &[u64]) {
+    for r in &mut c.records {
+        r.call_stack_start += base[0];
+        r.counter_events_start += base[1];
+        r.exec_window_start += base[2];
+        r.comm_window_start += base[3];
+        r.gpu_location_start += base[4];
+        r.gpu_parent_start += base[5];
+        r.node_state_start += base[6];
+    }
+    c.call_stack.iter_mut().for_each(|x| x.record += rec_base);
+    c.counter_events
+        .iter_mut()
+        .for_each(|x| x.record += rec_base);
+    c.exec_window.iter_mut().for_each(|x| x.record += rec_base);
+    c.comm_window.iter_mut().for_each(|x| x.record += rec_base);
+    c.gpu_location.iter_mut().for_each(|x| x.record += rec_base);
+    for x in &mut c.gpu_parent {
+        x.record += rec_base;
+        x.call_stack_start += base[0];
+    }
+    c.node_state.iter_mut().for_each(|x| x.record += rec_base);
+}
+
+/// An anomaly as the statistics see it.
+struct Anomaly {
+    fid: u32,
+    /// (program, rank, io_step): Chimbuko counts anomalies per rank and step.
+    bucket: (u32, u64, u64),
+    entry: u64,
+    exit: u64,
+    score: f64,
+    severity: u64,
+}
+
+fn anomaly_of(r: &ExecRecord) -> Anomaly {
+    Anomaly {
+        fid: r.fid,
+        bucket: (r.pid, r.rid, r.io_step),
+        entry: r.entry,
+        exit: r.exit,
+        score: r.outlier_score,
+        severity: r.runtime_exclusive,
+    }
+}
+
+/// Adds anomalies to the metrics; buckets are closed here, so the
+/// anomalies of one (stream, step) must come in one call.
+fn add_anomaly_metrics(stats: &mut GlobalStats, anomalies: &[Anomaly]) {
+    let mut buckets: HashMap<(u32, (u32, u64, u64)), u64> = HashMap::new();
+    for a in anomalies {
+        let f = stats.function(a.fid);
+        f.anomaly(a.bucket.2, a.entry, a.exit, a.score, a.severity);
+        *buckets.entry((a.fid, a.bucket)).or_default() += 1;
+    }
+    // Sorted, so that the (exact, order-free) sums see the same values.
+    let mut buckets: Vec<_> = buckets.into_iter().collect();
+    buckets.sort_unstable();
+    for ((fid, _), n) in buckets {
+        stats.function(fid).close_bucket(n);
+    }
+}
+
+fn func_stats_row(f: u32, s: &super::stats::FunctionStats, names: &GlobalNames) -> FuncStatsRow {
+    let any = s.severity.n > 0;
+    let mut row = FuncStatsRow {
+        pid: names.functions.program(f),
+        fid: f,
+        fname: fixed(names.functions.name(f)),
+        total_anomalies: s.severity.n,
+        first_io_step: if any { s.first_io_step } else { 0 },
+        last_io_step: if any { s.last_io_step } else { 0 },
+        min_timestamp: if any { s.min_timestamp } else { 0 },
+        max_timestamp: if any { s.max_timestamp } else { 0 },
+        ..Default::default()
+    };
+    row.set_stats(
+        super::stats::run_stats(&s.inclusive, 1.0),
+        super::stats::run_stats(&s.exclusive, 1.0),
+        super::stats::run_stats(&s.anomaly_count, 1.0),
+        super::stats::run_stats(&s.score, super::stats::SCORE_SCALE),
+        super::stats::run_stats(&s.severity, 1.0),
+    );
+    row
+}
+
+fn model_row(
+    io_step: u64,
+    f: u32,
+    s: &ModelSnapshot,
+    names: &GlobalNames,
+    hist_start: u64,
+) -> ModelRow {
+    ModelRow {
+        io_step,
+        pid: names.functions.program(f),
+        fid: f,
+        func: fixed(names.functions.name(f)),
+        count: s.count,
+        mean: s.mean,
+        stddev: s.stddev,
+        skewness: s.skewness,
+        kurtosis: s.kurtosis,
+        minimum: s.minimum,
+        maximum: s.maximum,
+        threshold: s.threshold,
+        hist_first_edge: s.hist_first_edge,
+        hist_bin_width: s.hist_bin_width,
+        hist_start,
+        hist_len: s.hist_counts.len() as u32,
+    }
+}

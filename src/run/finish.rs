@@ -1,0 +1,110 @@
+//! The end of a run: what is still held is labelled against the final
+//! model, and in-situ anomalies are re-judged against it (as the reference
+//! does before its final write: early steps have thin models, so some calls
+//! flagged then are ordinary once the whole run is known). Then the
+//! outputs finish (collectively), the ranks check that they hold the same
+//! model, and the run report gets the run's headline numbers.
+
+use anyhow::bail;
+
+use super::attributes::unix_seconds;
+use super::collective_failure;
+use super::pipeline::{judge, Pipeline, RunState};
+use super::streams::StreamState;
+use super::timings::Stage;
+use crate::output::consumer::RunEnd;
+use crate::output::summary::{CollectiveBytes, RunSummary};
+
+impl Pipeline<'_> {
+    /// Finishes the run after its last step.
+    pub(super) fn finish(mut self) -> anyhow::Result<()> {
+        let calls_in_steps = self.state.coll.calls_made() - self.state.calls_before;
+        let RunState {
+            held,
+            filter,
+            detector,
+            opts,
+            names,
+            steps_done,
+            ..
+        } = &mut self.state;
+        let (late, pruned) = held.judge_at_end(*steps_done, |e| {
+            judge(filter, detector.as_ref(), opts.use_inclusive, e)
+        });
+        self.outputs.late_labels(&late, names);
+        let mut open_calls = 0u64;
+        for s in &mut self.state.streams {
+            open_calls += s.calls.open_calls() as u64;
+            let unfinished = s.calls.finish();
+            self.state.issues.merge(&unfinished);
+        }
+
+        let end = RunEnd {
+            steps: self.state.steps_done,
+            ended_at: self.state.coll.allreduce_max(&[unix_seconds()])[0],
+            completed: true,
+            stopped_by: None,
+        };
+        // The last append and the re-evaluation count as writing.
+        let failure = self.timed(Stage::Write, |p| {
+            let ctx = p.state.context();
+            p.outputs.finish(&ctx, &end)
+        });
+        let st = &self.state;
+        let coll = st.coll;
+        let failed = coll.allreduce_sum(&[failure.is_some() as u64])[0];
+        if failed > 0 {
+            return Err(collective_failure(coll, failure.as_deref()));
+        }
+
+        // Final reductions: model identity, totals, timings.
+        let pruned = coll.allreduce_sum(&[pruned])[0];
+        let digest = st.detector.digest();
+        let dmin = coll.allreduce_min(&[digest])[0];
+        let dmax = coll.allreduce_max(&[digest])[0];
+        if dmin != dmax {
+            bail!(
+                "internal error: global models differ across AD ranks (digests {dmin:x} vs {dmax:x})"
+            );
+        }
+        let count =
+            |f: fn(&StreamState) -> bool| st.streams.iter().filter(|s| f(&s.state)).count() as u64;
+        let totals = coll.allreduce_sum(&[
+            open_calls,
+            st.issues.total(),
+            count(|s| matches!(s, StreamState::Failed { .. })),
+            count(|s| matches!(s, StreamState::Stalled { .. })),
+        ]);
+        let stage_max = st.timings.reduce_max(coll);
+        let peak_rss_kb = coll.allreduce_max(&[crate::sys::allocator::peak_rss_kb()])[0];
+        let traffic = coll.allreduce_max(&[
+            st.timings.bytes(Stage::Agree),
+            st.timings.bytes(Stage::Reduce),
+            st.timings.bytes(Stage::Status),
+        ]);
+        let mut summary = RunSummary {
+            ad_ranks: coll.size(),
+            streams: st.all_streams,
+            steps: st.steps_done,
+            rows: st.rows,
+            executions: st.executions,
+            anomalies_in_situ: st.anomalies,
+            // The run report fills in the final anomalies and the truth.
+            anomalies: 0,
+            anomalies_pruned_at_end: pruned,
+            open_calls_at_end: totals[0],
+            event_issues: totals[1],
+            streams_failed: totals[2],
+            streams_stalled: totals[3],
+            seconds: st.start.elapsed().as_secs_f64(),
+            model_digest: format!("{digest:016x}"),
+            peak_rss_mb: peak_rss_kb as f64 / 1024.0,
+            timings: stage_max,
+            truth: None,
+            provenance: st.provenance.as_ref().map(|p| p.display().to_string()),
+            collective_bytes_per_step: CollectiveBytes::per_step(&traffic, st.steps_done),
+            collective_calls_per_step: calls_in_steps as f64 / st.steps_done.max(1) as f64,
+        };
+        self.outputs.report(&st.context(), &mut summary)
+    }
+}

@@ -1,0 +1,192 @@
+//! What a run is asked to do: plain data, no command-line parsing.
+//!
+//! The `cli` room fills a [`RunOptions`] from flags, `CHIMBUKO_*`
+//! environment variables and a TOML file (and records where each value
+//! came from in [`RunOptions::settings`]); tests and other front ends build
+//! one directly. The pipeline reads nothing else.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::detect::choice::DetectorSettings;
+use crate::trace::adios::Engine;
+
+/// Where one setting's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A command-line flag.
+    Flag,
+    /// A `CHIMBUKO_<FLAG>` environment variable.
+    Env,
+    /// The `--config` TOML file.
+    File,
+    /// The flag's default.
+    Default,
+}
+
+impl Source {
+    /// How the settings listing names the source.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Env => "environment",
+            Source::File => "config file",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// One setting as the run uses it (printed at start, stored in the
+/// provenance file as `configuration`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Setting {
+    /// The flag name, without `--`.
+    pub name: String,
+    /// Its value as text (lists comma-separated).
+    pub value: String,
+    /// Where the value came from.
+    pub source: Source,
+}
+
+/// Every option of `chimbuko-mpi run` (the flags of the same names; see
+/// the README for what each does).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    // --- inputs ---
+    /// Stream path patterns with `{rank}` (and optionally `{binary}`).
+    pub inputs: Vec<String>,
+    /// Binary name(s), one per program of the workflow.
+    pub binaries: Vec<String>,
+    /// Directory of the streams when no input pattern is given.
+    pub trace_dir: PathBuf,
+    /// Stream name prefix when no input pattern is given.
+    pub prefix: String,
+    /// Application ranks per input (one value, or one per input).
+    pub app_ranks: Vec<u64>,
+    /// Program index of each input.
+    pub program_idx: Vec<u32>,
+    /// ADIOS2 engine of the streams.
+    pub engine: Engine,
+    /// How long to wait for each stream to appear.
+    pub open_timeout: Duration,
+    /// How long without a new step before a stream counts as stalled.
+    pub step_timeout: Duration,
+    /// Stop after this many steps.
+    pub max_steps: Option<u64>,
+    /// Read each stream's next step while the current one is analysed.
+    pub prefetch: bool,
+
+    // --- detection ---
+    /// The detector and its parameters.
+    pub detector: DetectorSettings,
+    /// Judge inclusive instead of exclusive runtimes.
+    pub use_inclusive: bool,
+    /// Functions matching this regular expression are never flagged.
+    pub ignore_regex: Option<String>,
+    /// File of function names never flagged.
+    pub ignore_file: Option<PathBuf>,
+    /// File of per-function thresholds.
+    pub threshold_file: Option<PathBuf>,
+    /// Executions held back for a fuller model, per rank, at most.
+    pub max_pending: usize,
+    /// Re-judge the run's anomalies against the final model at the end.
+    pub final_relabel: bool,
+    /// Anomalies kept per rank for that re-judgement.
+    pub max_stored_anomalies: usize,
+
+    // --- outputs ---
+    /// Provenance file; `None` with `no_provenance` false: a default name.
+    pub out: Option<PathBuf>,
+    /// Write no provenance file.
+    pub no_provenance: bool,
+    /// Replace an existing provenance file.
+    pub overwrite: bool,
+    /// Append buffered provenance every this many steps.
+    pub flush_steps: u64,
+    /// Executions on each side of a recorded execution.
+    pub window: usize,
+    /// Normal executions recorded per function with anomalies, per
+    /// application rank and step.
+    pub normal_samples: usize,
+    /// Anomalies shorter than this exclusive runtime (µs) are not recorded.
+    pub min_anomaly_us: u64,
+    /// Directory for the per-rank label CSVs.
+    pub labels_out: Option<PathBuf>,
+    /// File for the final global model (JSON).
+    pub model_out: Option<PathBuf>,
+    /// File for the run summary (JSON).
+    pub summary_out: Option<PathBuf>,
+    /// Ground-truth CSVs, one per input.
+    pub truth: Vec<PathBuf>,
+    /// Live statistics as JSON lines: a file, or `-` for stdout.
+    pub stats_out: Option<String>,
+    /// POST each live statistics packet to this URL.
+    pub viz_url: Option<String>,
+    /// Steps between live statistics packets.
+    pub stats_every: u64,
+
+    // --- running ---
+    /// Rank 0 prints progress every this many steps (0: never).
+    pub progress_every: u64,
+    /// Rows of the summary's top-functions table.
+    pub top: usize,
+    /// Less output.
+    pub quiet: bool,
+    /// How long a rank may take to stop together with the others after a
+    /// signal before it exits anyway.
+    pub stop_grace: Duration,
+    /// The effective settings and where each came from.
+    pub settings: Vec<Setting>,
+}
+
+impl Default for RunOptions {
+    /// The defaults of the `run` flags, with no input.
+    fn default() -> Self {
+        RunOptions {
+            inputs: Vec::new(),
+            binaries: Vec::new(),
+            trace_dir: PathBuf::from("."),
+            prefix: "tau-metrics".into(),
+            app_ranks: Vec::new(),
+            program_idx: Vec::new(),
+            engine: Engine::BPFile,
+            open_timeout: Duration::from_secs(60),
+            step_timeout: Duration::from_secs(300),
+            max_steps: None,
+            prefetch: false,
+            detector: DetectorSettings::default(),
+            use_inclusive: false,
+            ignore_regex: None,
+            ignore_file: None,
+            threshold_file: None,
+            max_pending: 100_000,
+            final_relabel: true,
+            max_stored_anomalies: 1_000_000,
+            out: None,
+            no_provenance: false,
+            overwrite: false,
+            flush_steps: 10,
+            window: 5,
+            normal_samples: 1,
+            min_anomaly_us: 0,
+            labels_out: None,
+            model_out: None,
+            summary_out: None,
+            truth: Vec::new(),
+            stats_out: None,
+            viz_url: None,
+            stats_every: 1,
+            progress_every: 1,
+            top: 10,
+            quiet: false,
+            stop_grace: Duration::from_secs(30),
+            settings: Vec::new(),
+        }
+    }
+}
+
+/// Seconds as given on the command line (negative counts as 0).
+pub fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_finite() { s.max(0.0) } else { 0.0 })
+}

@@ -1,0 +1,300 @@
+//! What one AD rank carries from step to step, and how a run is set up.
+//!
+//! [`Pipeline`] holds the run's state ([`RunState`]: streams, names, the
+//! global model, held executions, counters) apart from its outputs
+//! ([`Outputs`]), so that a stage can show the state to the outputs while
+//! it calls them. The stages themselves are methods in `stage/`, one file
+//! each; the end of the run is in `finish.rs`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::attributes::{provenance_path, root_attributes, unix_seconds};
+use super::held::HeldExecutions;
+use super::inputs;
+use super::options::{RunOptions, Setting};
+use super::rules::{FunctionFilter, FunctionRules};
+use super::streams::OwnedStream;
+use super::timings::{Stage, Timings};
+use crate::collectives::Collectives;
+use crate::detect::{Detector, Label, Verdict};
+use crate::events::names::GlobalNames;
+use crate::events::{EventIssues, Execution};
+use crate::output::collect::ProvenanceOptions;
+use crate::output::consumer::{Outputs, RunContext};
+use crate::output::labels_csv::LabelWriter;
+use crate::output::provenance::{ProvenanceOutput, ProvenanceSettings};
+use crate::output::report::RunReport;
+use crate::output::stats::GlobalStats;
+use crate::output::truth::TruthSet;
+use crate::output::viz::{LiveStatistics, VizStream};
+use crate::sys::signals;
+use crate::trace::source::SourceOpener;
+
+/// The run on one AD rank: its state and its outputs.
+pub(super) struct Pipeline<'a> {
+    /// Everything but the outputs.
+    pub state: RunState<'a>,
+    /// What consumes the labels (provenance, live statistics, label CSVs,
+    /// the run report).
+    pub outputs: Outputs,
+}
+
+/// The state one AD rank carries from step to step.
+pub(super) struct RunState<'a> {
+    /// The AD ranks' communicator.
+    pub coll: &'a Collectives,
+    /// What the run was asked to do.
+    pub opts: &'a RunOptions,
+    /// This rank's streams.
+    pub streams: Vec<OwnedStream>,
+    /// All streams of the run, on all ranks.
+    pub all_streams: usize,
+    /// The agreed function and counter tables.
+    pub names: GlobalNames,
+    /// Ignored functions and per-function thresholds.
+    pub filter: FunctionFilter,
+    /// The global model (after each reduce, the same on every rank).
+    pub detector: Box<dyn Detector>,
+    /// Runtime and counter profiles of this rank since the start (for the
+    /// provenance file and the live statistics).
+    pub profiles: GlobalStats,
+    /// Whether some output needs `profiles`.
+    pub profiling: bool,
+    /// Executions whose label is not final yet.
+    pub held: HeldExecutions,
+    /// Time and collective bytes per stage.
+    pub timings: Timings,
+    /// Collective calls before the first step.
+    pub calls_before: u64,
+    /// Problems found in the streams' events so far.
+    pub issues: EventIssues,
+    /// Sums over all ranks of the steps so far (from the status exchange).
+    pub rows: u64,
+    /// Executions labelled so far, all ranks.
+    pub executions: u64,
+    /// Anomalies labelled in situ so far, all ranks.
+    pub anomalies: u64,
+    /// Steps that delivered data.
+    pub steps_done: u64,
+    /// The first error of this rank in the current step; every rank stops
+    /// at the status exchange when any has one.
+    pub failure: Option<String>,
+    /// When the run started.
+    pub start: Instant,
+    /// The provenance file, if one is written.
+    pub provenance: Option<std::path::PathBuf>,
+}
+
+impl RunState<'_> {
+    /// What the outputs see of the run in their collective hooks.
+    pub fn context(&self) -> RunContext<'_> {
+        RunContext {
+            coll: self.coll,
+            names: &self.names,
+            detector: self.detector.as_ref(),
+            profiles: &self.profiles,
+            streams: &self.streams,
+        }
+    }
+
+    /// Keeps the first error of the step.
+    pub fn fail(&mut self, message: Option<String>) {
+        if let Some(m) = message {
+            self.failure.get_or_insert(m);
+        }
+    }
+}
+
+/// The verdict on `e` against the global model `detector`, judging its
+/// inclusive or exclusive runtime (ignored functions are always normal).
+#[inline]
+pub(super) fn judge(
+    filter: &FunctionFilter,
+    detector: &dyn Detector,
+    use_inclusive: bool,
+    e: &Execution,
+) -> Verdict {
+    if filter.is_ignored(e.function) {
+        Verdict {
+            label: Label::Normal,
+            score: 0.0,
+        }
+    } else {
+        detector.label(e.function, e.judged_runtime(use_inclusive))
+    }
+}
+
+impl<'a> Pipeline<'a> {
+    /// Sets the run up on this rank: agrees on the streams, opens this
+    /// rank's block of them, builds the detector and the outputs. Errors
+    /// here are the same on every rank (or collective), so all fail
+    /// together before any step.
+    pub fn set_up(
+        coll: &'a Collectives,
+        opts: &'a RunOptions,
+        sources: Arc<dyn SourceOpener>,
+    ) -> anyhow::Result<Self> {
+        let (rank, size) = (coll.rank(), coll.size());
+        signals::install(rank, opts.stop_grace);
+        let start = Instant::now();
+        let started_at = coll.allreduce_max(&[unix_seconds()])[0];
+        let all_specs = inputs::agree_on_streams(coll, opts)?;
+        let filter = FunctionFilter::new(FunctionRules::load(opts)?);
+        let detector = opts.detector.build()?;
+        if rank == 0 && !opts.quiet {
+            announce(coll, opts, all_specs.len());
+        }
+        let mut streams: Vec<OwnedStream> = inputs::block_of(&all_specs, rank, size)
+            .into_iter()
+            .map(OwnedStream::new)
+            .collect();
+        let mut outputs = Outputs::default();
+        if let Some(dir) = &opts.labels_out {
+            outputs.push(Box::new(LabelWriter::create(dir, rank)?));
+        }
+        let truth = TruthSet::load(&opts.truth, &all_specs)?;
+
+        // Open the streams (setup errors are reported through the first
+        // status exchange; a stream that exists but cannot be read just
+        // fails). Their threads start reading the first step at once,
+        // while this thread creates the provenance file.
+        let mut failure = None;
+        for s in &mut streams {
+            s.start_open(&sources);
+        }
+        for s in &mut streams {
+            if let Err(e) = s.opened(opts) {
+                failure.get_or_insert(format!("{e:#}"));
+            }
+            if !s.done() {
+                s.request_step();
+            }
+        }
+
+        let provenance = provenance_path(opts, &all_specs, started_at);
+        if let Some(path) = &provenance {
+            let mine: Vec<(u32, u64)> = streams
+                .iter()
+                .map(|s| (s.spec.program, s.spec.app_rank))
+                .collect();
+            let attrs = root_attributes(coll, opts, &all_specs, started_at);
+            let out =
+                ProvenanceOutput::create(path, coll, &mine, provenance_settings(opts), &attrs)?;
+            outputs.push(Box::new(out));
+            if rank == 0 && !opts.quiet {
+                eprintln!("run: provenance file {}", path.display());
+            }
+        }
+        let live = opts.stats_out.is_some() || opts.viz_url.is_some();
+        if live {
+            let stream = VizStream::new(
+                rank,
+                opts.stats_out.as_deref(),
+                opts.viz_url.as_deref(),
+                opts.stats_every,
+            )?;
+            outputs.push(Box::new(LiveStatistics::new(stream)));
+        }
+        outputs.push(Box::new(RunReport::new(
+            truth,
+            opts.top,
+            opts.model_out.clone(),
+            opts.summary_out.clone(),
+        )));
+        let max_stored = if opts.final_relabel {
+            opts.max_stored_anomalies
+        } else {
+            0
+        };
+        Ok(Pipeline {
+            state: RunState {
+                coll,
+                opts,
+                streams,
+                all_streams: all_specs.len(),
+                names: GlobalNames::default(),
+                filter,
+                detector,
+                profiles: GlobalStats::default(),
+                profiling: provenance.is_some() || live,
+                held: HeldExecutions::new(opts.max_pending, max_stored),
+                timings: Timings::default(),
+                calls_before: coll.calls_made(),
+                issues: EventIssues::default(),
+                rows: 0,
+                executions: 0,
+                anomalies: 0,
+                steps_done: 0,
+                failure,
+                start,
+                provenance,
+            },
+            outputs,
+        })
+    }
+
+    /// Runs one stage of the step, timed and with its collective bytes
+    /// counted.
+    pub fn timed<R>(&mut self, stage: Stage, f: impl FnOnce(&mut Self) -> R) -> R {
+        let t = Instant::now();
+        let sent = self.state.coll.bytes_sent();
+        let r = f(self);
+        let bytes = self.state.coll.bytes_sent() - sent;
+        self.state.timings.add(stage, t.elapsed(), bytes);
+        r
+    }
+}
+
+/// How the provenance file is written, from the run's options.
+fn provenance_settings(opts: &RunOptions) -> ProvenanceSettings {
+    ProvenanceSettings {
+        overwrite: opts.overwrite,
+        flush_steps: opts.flush_steps,
+        final_relabel: opts.final_relabel,
+        max_stored: opts.max_stored_anomalies,
+        use_inclusive: opts.use_inclusive,
+        records: ProvenanceOptions {
+            window: opts.window,
+            normal_samples: opts.normal_samples,
+            min_anomaly_us: opts.min_anomaly_us,
+        },
+    }
+}
+
+/// Rank 0's opening lines: the settings and what runs where.
+fn announce(coll: &Collectives, opts: &RunOptions, streams: usize) {
+    print_settings(&opts.settings);
+    eprintln!(
+        "run: {streams} stream(s) on {} AD rank(s), engine {}, algorithm {}",
+        coll.size(),
+        opts.engine,
+        opts.detector.algorithm
+    );
+    if coll.world_size() > coll.size() {
+        eprintln!(
+            "run: MPMD launch: the AD is program MPI_APPNUM {} ({} of {} processes); it communicates only on its own communicator",
+            coll.appnum().unwrap_or(0),
+            coll.size(),
+            coll.world_size()
+        );
+    }
+}
+
+/// The effective settings, one per line, with where each came from.
+fn print_settings(settings: &[Setting]) {
+    if settings.is_empty() {
+        return;
+    }
+    let mut text =
+        String::from("run: settings (flag > CHIMBUKO_* environment > --config file > default):\n");
+    for s in settings {
+        text.push_str(&format!(
+            "  {} = {} ({})\n",
+            s.name,
+            s.value,
+            s.source.describe()
+        ));
+    }
+    print!("{text}");
+}

@@ -1,0 +1,38 @@
+//! Stage 5, label: executions held back in earlier steps are judged first,
+//! in their original order, then every execution of the step; the outputs
+//! see the late labels and each stream's labelled step as they are made.
+
+use super::{Pipeline, StepWork};
+use crate::run::held::Disposition;
+use crate::run::pipeline::{judge, RunState};
+
+impl Pipeline<'_> {
+    /// Labels the held executions and every execution of the step.
+    pub(in crate::run) fn label(&mut self, work: &mut StepWork) {
+        let step = work.step;
+        let RunState {
+            streams,
+            held,
+            filter,
+            detector,
+            opts,
+            names,
+            ..
+        } = &mut self.state;
+        let judge = |e: &_| judge(filter, detector.as_ref(), opts.use_inclusive, e);
+        let late = held.judge_held(step, &judge, &mut work.labels);
+        self.outputs.late_labels(&late, names);
+        for &i in &work.active {
+            let s = &mut streams[i];
+            s.verdicts.clear();
+            s.settled.clear();
+            for e in &s.out.executions {
+                let verdict = judge(e);
+                let disposition = held.dispose(e, step, step, verdict, &mut work.labels);
+                s.verdicts.push(verdict);
+                s.settled.push(disposition == Disposition::Settled);
+            }
+            self.outputs.labelled_step(&s.labelled(i, step), names);
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Stage 9, status: one small allreduce tells every rank who still has
+//! data, who failed and who was signalled, and the step's progress numbers.
+//! A failure or a signal anywhere stops every rank here, together, with
+//! what was written kept; otherwise the outputs finish the step (live
+//! statistics) and rank 0 prints the progress line.
+
+use super::{Pipeline, StepWork};
+use crate::output::consumer::RunEnd;
+use crate::run::attributes::unix_seconds;
+use crate::run::collective_failure;
+use crate::sys::signals;
+
+/// Index of the status vector shared every step.
+mod field {
+    pub const EXECUTIONS: usize = 0;
+    pub const ANOMALIES: usize = 1;
+    pub const ACTIVE_STREAMS: usize = 2;
+    pub const FAILED: usize = 3;
+    pub const ROWS: usize = 4;
+    /// Some rank received SIGTERM/SIGINT.
+    pub const STOP: usize = 5;
+    pub const LEN: usize = 6;
+}
+
+/// What the loop does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::run) enum Next {
+    /// Some stream still delivers: go on with the next step.
+    Step,
+    /// Every stream has ended: finish the run.
+    Finish,
+}
+
+/// The status of a step, summed over all ranks.
+pub(in crate::run) struct GlobalStatus([u64; field::LEN]);
+
+impl Pipeline<'_> {
+    /// The status exchange (collective).
+    pub(in crate::run) fn status(&mut self, work: &StepWork) -> GlobalStatus {
+        let st = &mut self.state;
+        let failure = self.outputs.take_failure();
+        st.fail(failure);
+        let mut mine = [0u64; field::LEN];
+        mine[field::EXECUTIONS] = work.labels.labelled;
+        mine[field::ANOMALIES] = work.labels.anomalies;
+        mine[field::ACTIVE_STREAMS] = st.streams.iter().filter(|s| !s.done()).count() as u64;
+        mine[field::FAILED] = st.failure.is_some() as u64;
+        mine[field::ROWS] = work.rows;
+        mine[field::STOP] = signals::received().is_some() as u64;
+        let g = st.coll.allreduce_sum(&mine);
+        GlobalStatus(std::array::from_fn(|i| g[i]))
+    }
+
+    /// Acts on the status: stops every rank on a failure or a signal
+    /// (the outputs keep what they can), else finishes the step.
+    pub(in crate::run) fn after_status(
+        &mut self,
+        work: &StepWork,
+        status: GlobalStatus,
+    ) -> anyhow::Result<Next> {
+        let g = status.0;
+        let step = work.step;
+        if g[field::FAILED] > 0 {
+            let err = collective_failure(self.state.coll, self.state.failure.as_deref());
+            self.abort(self.state.steps_done, None);
+            return Err(err);
+        }
+        let any_data = g[field::ROWS] > 0;
+        self.outputs
+            .step_done(&self.state.context(), step, any_data);
+        if g[field::STOP] > 0 {
+            let sig = signals::received().map_or("a signal on another AD rank", signals::name);
+            self.abort(step + 1, Some(sig.to_owned()));
+            anyhow::bail!(
+                "stopped by {sig} after step {step}; the provenance file holds steps 0..={step} and says completed = 0"
+            );
+        }
+        let st = &mut self.state;
+        st.rows += g[field::ROWS];
+        st.executions += g[field::EXECUTIONS];
+        st.anomalies += g[field::ANOMALIES];
+        if any_data {
+            st.steps_done = step + 1;
+        }
+        let every = st.opts.progress_every;
+        if st.coll.rank() == 0 && !st.opts.quiet && every > 0 && step % every == 0 && any_data {
+            let secs = st.start.elapsed().as_secs_f64().max(1e-9);
+            println!(
+                "step {step}: {} rows, {} executions, {} anomalies (total {}); {:.2} M rows/s overall",
+                g[field::ROWS],
+                g[field::EXECUTIONS],
+                g[field::ANOMALIES],
+                st.anomalies,
+                st.rows as f64 / secs / 1e6
+            );
+        }
+        Ok(if g[field::ACTIVE_STREAMS] == 0 {
+            Next::Finish
+        } else {
+            Next::Step
+        })
+    }
+
+    /// Stops the run early: the outputs keep what they can and say the run
+    /// did not complete (collective).
+    fn abort(&mut self, steps: u64, stopped_by: Option<String>) {
+        let st = &self.state;
+        let ended_at = st.coll.allreduce_max(&[unix_seconds()])[0];
+        let end = RunEnd {
+            steps,
+            ended_at,
+            completed: false,
+            stopped_by,
+        };
+        self.outputs.abort(&st.context(), &end);
+    }
+}

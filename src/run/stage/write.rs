@@ -1,0 +1,15 @@
+//! Stage 7, write: the outputs write what they buffered (collectively; the
+//! provenance file every `--flush-steps` steps), with this rank's cost of
+//! the step as a row of the `ad_perf` table.
+
+use super::{Pipeline, StepWork};
+
+impl Pipeline<'_> {
+    /// Lets the outputs write.
+    pub(in crate::run) fn write(&mut self, work: &StepWork) {
+        let st = &mut self.state;
+        let perf = st.timings.take_step(st.coll.rank(), work.step);
+        let st = &self.state;
+        self.outputs.write(&st.context(), work.step, &perf);
+    }
+}
