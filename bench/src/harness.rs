@@ -1,0 +1,200 @@
+//! The harness the benchmark sections share. `Bench` writes the scenarios
+//! with `chimbuko-mpi synth` (once per scenario and arguments, kept between
+//! runs), runs `chimbuko-mpi run` under mpirun and reads its run summary,
+//! and builds the report: sections, tables, plots and the project's targets
+//! as measured. Also the small helpers several sections use (number
+//! formatting, fields of the run summary, the detectors and the phases of a
+//! step) and the machine and date of the report's header.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+pub(crate) struct Bench {
+    pub(crate) bin: PathBuf,
+    pub(crate) work: PathBuf,
+    pub(crate) img: PathBuf,
+    pub(crate) quick: bool,
+    pub(crate) report: String,
+    /// Summary of the modal run on 2 AD ranks (for the output section).
+    pub(crate) write_summary: Option<Value>,
+    /// Quality bars missed (quick mode fails on any).
+    pub(crate) missed: Vec<String>,
+    /// The project's targets as measured: (what, target, measured, met).
+    pub(crate) targets: Vec<[String; 4]>,
+    pub(crate) root: PathBuf,
+}
+
+/// One section of the report.
+pub(crate) type Section = fn(&mut Bench) -> anyhow::Result<()>;
+
+/// The run summary and the wall time of the command.
+pub(crate) struct Run {
+    pub(crate) summary: Value,
+    pub(crate) wall: f64,
+}
+
+impl Bench {
+    fn mpirun(&self, np: usize) -> Command {
+        let mut c = Command::new("mpirun");
+        c.arg("--oversubscribe");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            c.arg("--allow-run-as-root");
+        }
+        c.args(["-np", &np.to_string()]);
+        c
+    }
+
+    /// Writes the streams of a scenario once (kept between runs, keyed by
+    /// the arguments).
+    pub(crate) fn synth(
+        &self,
+        name: &str,
+        scenario: Option<&str>,
+        extra: &[&str],
+    ) -> anyhow::Result<PathBuf> {
+        let dir = self.work.join("data").join(name);
+        let stamp = dir.join(".args");
+        let key = format!("{scenario:?} {extra:?}");
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(key.as_str()) {
+            return Ok(dir);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut c = Command::new(&self.bin);
+        c.arg("synth");
+        if let Some(s) = scenario {
+            c.arg(self.root.join("scenarios").join(s));
+        }
+        c.arg("--out").arg(&dir).args(extra);
+        let out = c.output().context("running synth")?;
+        if !out.status.success() {
+            bail!(
+                "synth {name} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::write(&stamp, key)?;
+        Ok(dir)
+    }
+
+    /// `chimbuko-mpi run` on `np` AD ranks; `args` after `run`.
+    pub(crate) fn run(&self, np: usize, args: &[String]) -> anyhow::Result<Run> {
+        let sum = self.work.join("summary.json");
+        let _ = std::fs::remove_file(&sum);
+        let mut c = self.mpirun(np);
+        c.arg(&self.bin)
+            .args(["run", "--quiet", "--summary-out"])
+            .arg(&sum)
+            .args(args);
+        let t = Instant::now();
+        let out = c.output().context("running mpirun")?;
+        let wall = t.elapsed().as_secs_f64();
+        if !out.status.success() {
+            bail!(
+                "run {args:?} on {np} ranks failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let summary = serde_json::from_str(&std::fs::read_to_string(&sum)?)?;
+        Ok(Run { summary, wall })
+    }
+
+    pub(crate) fn section(&mut self, title: &str, text: &str) {
+        let _ = write!(self.report, "\n## {title}\n\n{}\n", text.trim());
+    }
+
+    pub(crate) fn table(&mut self, header: &[&str], rows: &[Vec<String>]) {
+        let _ = writeln!(self.report, "\n| {} |", header.join(" | "));
+        let _ = writeln!(self.report, "|{}", "---|".repeat(header.len()));
+        for r in rows {
+            let _ = writeln!(self.report, "| {} |", r.join(" | "));
+        }
+    }
+
+    pub(crate) fn image(&mut self, file: &str, alt: &str) {
+        let _ = writeln!(self.report, "\n![{alt}](img/{file})");
+    }
+
+    /// Records a measured value against one of the project's targets.
+    pub(crate) fn target(&mut self, what: &str, target: &str, measured: String, met: bool) {
+        self.targets.push([
+            what.to_string(),
+            target.to_string(),
+            measured,
+            if met { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+
+    pub(crate) fn note(&mut self, text: &str) {
+        let _ = writeln!(self.report, "\n{}", text.trim());
+    }
+
+    pub(crate) fn png(&self, name: &str) -> PathBuf {
+        self.img.join(name)
+    }
+}
+
+pub(crate) fn f(v: f64, digits: usize) -> String {
+    format!("{v:.digits$}")
+}
+
+pub(crate) fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+pub(crate) fn timing(s: &Value, phase: &str) -> f64 {
+    s["timings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t[0] == phase))
+        .map_or(0.0, |t| num(&t[1]))
+}
+
+pub(crate) const ALGORITHMS: [&str; 4] = ["modal", "sstd", "hbos", "copod"];
+pub(crate) const PHASES: [&str; 9] = [
+    "read",
+    "agree",
+    "build",
+    "summarize",
+    "reduce",
+    "label",
+    "collect",
+    "write",
+    "status",
+];
+
+pub(crate) fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+pub(crate) fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    format!("{cpu}, {cores} cores, {mem:.0} GiB RAM")
+}
+
+pub(crate) fn today() -> String {
+    let out = Command::new("date").args(["-u", "+%Y-%m-%d"]).output();
+    out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
