@@ -34,7 +34,7 @@ inputs_of() {
   case "$1" in
     large | multimodal)
       local bin
-      bin="$(basename "$(ls "$WORK/data/$1"/*-0.bp)" | sed -E 's/^tau-metrics-(.*)-0\.bp$/\1/')"
+      bin="$(basename "$(ls -d "$WORK/data/$1"/*-0.bp)" | sed -E 's/^tau-metrics-(.*)-0\.bp$/\1/')"
       echo "--input $WORK/data/$1/tau-metrics-$bin-{rank}.bp"
       ;;
     tau)

@@ -25,14 +25,7 @@ pub(crate) fn latency(b: &mut Bench) -> anyhow::Result<()> {
             .iter()
             .map(|r| {
                 [
-                    r.read,
-                    r.agree,
-                    r.build,
-                    r.summarize,
-                    r.reduce,
-                    r.label,
-                    r.collect,
-                    r.write,
+                    r.read, r.agree, r.build, r.reduce, r.label, r.collect, r.write, r.trim,
                     r.status,
                 ][i] * 1e3
             })

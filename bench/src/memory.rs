@@ -183,11 +183,11 @@ pub(crate) fn memory(b: &mut Bench) -> anyhow::Result<()> {
                 let t = r.read
                     + r.agree
                     + r.build
-                    + r.summarize
                     + r.reduce
                     + r.label
                     + r.collect
                     + r.write
+                    + r.trim
                     + r.status;
                 (r.io_step as f64, t * 1e3)
             })

@@ -1,6 +1,6 @@
 //! Throughput: function events per second per AD rank, end to end (read,
-//! agree, build, summarize, reduce, label, collect provenance, write the HDF5
-//! file), with each detector on 1 and 2 AD ranks of `large.toml`. Each case
+//! agree, build, reduce, label, collect provenance, write the HDF5 file,
+//! trim, status), with each detector on 1 and 2 AD ranks of `large.toml`. Each case
 //! runs three times (once with `--quick`) and the median is reported with the
 //! range (the host's speed varies from run to run). The summary of the modal
 //! run on 2 AD ranks is kept for the reduction section, and the provenance
