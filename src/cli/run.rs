@@ -35,7 +35,7 @@ pub struct RunArgs {
     /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
     #[arg(long, default_value = "BPFile")]
     pub engine: Engine,
-    /// Anomaly detector.
+    /// Anomaly detector: modal, sstd, hbos or copod (`docs/algorithms.md`).
     #[arg(long, default_value = "modal", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// SSTD: anomalies lie outside mean ± sigma·stddev.

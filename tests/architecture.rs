@@ -1,0 +1,208 @@
+//! The shape of the code, as `docs/architecture.md` describes it: which
+//! room may import which, where MPI, HDF5, ADIOS2, clap and `unsafe` may
+//! appear, and how long a file may be without saying why. Unit-test modules
+//! (everything from a file's first `#[cfg(test)]` line on) are exempt from
+//! the import rules.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The room of a file: its top-level folder or file under `src/`.
+fn room_of(path: &Path) -> String {
+    let rel = path.strip_prefix(src()).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+/// A file's text without its unit-test module, and without comments.
+fn code_of(text: &str) -> String {
+    let end = text
+        .lines()
+        .position(|l| l.trim() == "#[cfg(test)]")
+        .unwrap_or(usize::MAX);
+    text.lines()
+        .take(end)
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The crate rooms a file's code imports (`crate::ROOM`).
+fn imported_rooms(code: &str) -> Vec<String> {
+    let mut out: Vec<String> = code
+        .match_indices("crate::")
+        .map(|(i, _)| {
+            code[i + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn rooms_import_only_what_the_architecture_allows() {
+    let all = [
+        "util",
+        "sys",
+        "trace",
+        "events",
+        "detect",
+        "collectives",
+        "output",
+        "run",
+        "synth",
+        "dump",
+        "fuzzing",
+    ];
+    let allowed: BTreeMap<&str, Vec<&str>> = BTreeMap::from([
+        ("util", vec![]),
+        ("sys", vec![]),
+        ("trace", vec!["util"]),
+        ("events", vec!["trace", "sys", "util"]),
+        ("detect", vec!["util"]),
+        ("collectives", vec!["detect", "events"]),
+        (
+            "output",
+            vec!["collectives", "detect", "events", "trace", "sys", "util"],
+        ),
+        (
+            "run",
+            vec![
+                "collectives",
+                "detect",
+                "events",
+                "output",
+                "sys",
+                "trace",
+                "util",
+            ],
+        ),
+        ("synth", vec!["collectives", "trace", "util"]),
+        ("dump", vec!["trace"]),
+        ("fuzzing", vec!["events", "trace"]),
+        ("lib", vec![]),
+        ("main", vec![]),
+        ("cli", vec![]),
+    ]);
+    let mut wrong = Vec::new();
+    for f in rust_files(&src()) {
+        let room = room_of(&f);
+        let Some(ok) = allowed.get(room.as_str()) else {
+            wrong.push(format!(
+                "{}: room {room:?} is not in the architecture",
+                f.display()
+            ));
+            continue;
+        };
+        let code = code_of(&std::fs::read_to_string(&f).unwrap());
+        for r in imported_rooms(&code) {
+            if r != room && all.contains(&r.as_str()) && !ok.contains(&r.as_str()) {
+                wrong.push(format!("{}: {room} imports crate::{r}", f.display()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports against docs/architecture.md:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Whether `line` has `needle` as a word of its own (not the end of a
+/// longer name: `chimbuko_mpi::` does not use `mpi::`).
+fn has_word(line: &str, needle: &str) -> bool {
+    line.match_indices(needle).any(|(i, _)| {
+        !line[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Files of `src/` whose code (tests included) mentions `needle`.
+fn files_using(needle: &str) -> Vec<String> {
+    rust_files(&src())
+        .into_iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .any(|l| has_word(l, needle))
+        })
+        .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn exclusive_rooms_are_exclusive() {
+    let within = |needle: &str, places: &[&str]| {
+        let outside: Vec<String> = files_using(needle)
+            .into_iter()
+            .filter(|f| !places.iter().any(|p| f.starts_with(p)))
+            .collect();
+        assert!(
+            outside.is_empty(),
+            "{needle:?} outside {places:?}: {outside:?}"
+        );
+    };
+    within("mpi::", &["collectives/"]);
+    within("hdf5::", &["output/"]);
+    within("adios2_sys", &["trace/adios.rs"]);
+    within("unsafe", &["sys/", "trace/adios.rs", "collectives/"]);
+    within("clap", &["cli/"]);
+    within("libc::", &["sys/"]);
+}
+
+#[test]
+fn long_files_say_why() {
+    let mut unexplained = Vec::new();
+    for f in rust_files(&src()) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let lines = text.lines().count();
+        let top: String = text
+            .lines()
+            .take_while(|l| l.starts_with("//!") || l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if lines > 600 && !top.contains("is long because") {
+            unexplained.push(format!("{} ({lines} lines)", f.display()));
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "files over 600 lines without `is long because` at the top:\n{}",
+        unexplained.join("\n")
+    );
+}
