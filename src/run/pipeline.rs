@@ -139,7 +139,7 @@ impl<'a> Pipeline<'a> {
         signals::install(rank, opts.stop_grace);
         let start = Instant::now();
         let started_at = coll.allreduce_max(&[unix_seconds()])[0];
-        let all_specs = inputs::agree_on_streams(coll, opts)?;
+        let all_specs = inputs::agree_on_streams(coll, opts, sources.as_ref())?;
         let filter = FunctionFilter::new(FunctionRules::load(opts)?);
         let detector = opts.detector.build()?;
         if rank == 0 && !opts.quiet {

@@ -17,13 +17,16 @@ use std::time::{Duration, Instant};
 use adios2_sys as sys;
 
 /// ADIOS2 engines we read and write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Engine {
     /// BP4 files (what TAU writes by default for post-hoc analysis).
     BP4,
     /// BP5 files.
     BP5,
     /// File engine that detects BP3/BP4/BP5 on read (writes BP5).
+    #[default]
     BPFile,
     /// Sustainable Staging Transport: in situ, writer and reader rendezvous
     /// through a `<name>.sst` contact file.

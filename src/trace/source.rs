@@ -1,8 +1,8 @@
 //! The trace-source seam: how the analysis reads steps, whatever wrote them.
 //!
 //! The step loop knows nothing of ADIOS2 or of any file format. It is given
-//! a [`SourceOpener`] and the list of [`StreamSpec`]s of the run; each AD
-//! rank opens its streams through the opener (on a thread per stream, see
+//! a [`SourceOpener`], which lists the [`StreamSpec`]s of the run; each AD
+//! rank opens its block of them through the opener (on a thread per stream, see
 //! [`super::threaded`]) and asks each for its next [`TraceStep`]. A source
 //! delivers validated, source-neutral rows in the layouts of
 //! [`super::format`] plus the name definitions ([`Attribute`]s) new in the
@@ -124,6 +124,10 @@ pub struct StreamSpec {
 /// a stream to appear); a stream that never appears is
 /// [`TraceError::is_not_found`].
 pub trait SourceOpener: Send + Sync {
+    /// Every stream of the run, in a fixed order (called on AD rank 0 only,
+    /// whose list every rank then uses).
+    fn list_streams(&self) -> anyhow::Result<Vec<StreamSpec>>;
+
     /// Opens one stream.
     fn open(&self, stream: &StreamSpec) -> Result<Box<dyn TraceSource>, TraceError>;
 }

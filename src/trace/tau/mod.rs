@@ -13,9 +13,11 @@
 //!
 //! Layout: this file reads (ADIOS2 variables and attributes into rows);
 //! [`validate`] checks rows against the names the stream defined;
-//! `order` puts each thread's rows in time order.
+//! `order` puts each thread's rows in time order; [`streams`] lists the
+//! streams of a run from TAU's naming.
 
 mod order;
+pub mod streams;
 pub mod validate;
 
 use std::collections::HashSet;
@@ -353,27 +355,29 @@ impl TraceSource for TauStreamReader {
     }
 }
 
-/// Opens the TAU streams of a run: every stream with the same engine and
-/// open time-out, rows stamped with the stream's program index and checked
-/// against its application rank.
+/// The TAU streams of a run: listed from the inputs, each opened with the
+/// same engine and open time-out, rows stamped with the stream's program
+/// index and checked against its application rank.
 #[derive(Debug, Clone)]
 pub struct TauSources {
-    /// ADIOS2 engine of every stream.
-    pub engine: Engine,
-    /// How long to wait for a stream to appear.
-    pub open_timeout: Duration,
+    /// Which streams, and their engine.
+    pub inputs: streams::TauInputs,
     /// Print each step's issue summary to stderr.
     pub report_issues: bool,
 }
 
 impl SourceOpener for TauSources {
+    fn list_streams(&self) -> anyhow::Result<Vec<StreamSpec>> {
+        streams::list_streams(&self.inputs)
+    }
+
     fn open(&self, stream: &StreamSpec) -> Result<Box<dyn TraceSource>, TraceError> {
         let opts = TauReaderOptions {
-            engine: self.engine,
+            engine: self.inputs.engine,
             program_idx: u64::from(stream.program),
             expected_rank: Some(stream.app_rank),
             adios: ReadOptions {
-                open_timeout: self.open_timeout,
+                open_timeout: self.inputs.open_timeout,
                 ..Default::default()
             },
             report_issues: self.report_issues,
