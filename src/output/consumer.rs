@@ -29,7 +29,7 @@ use super::summary::RunSummary;
 pub struct LabelledStep<'a> {
     /// The stream's index among this AD rank's streams (stable for the run).
     pub stream: usize,
-    /// The stream's program index and application rank.
+    /// The program (of the workflow) the stream belongs to.
     pub program: u32,
     /// The application rank that wrote the stream.
     pub app_rank: u64,

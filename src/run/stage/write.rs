@@ -7,9 +7,8 @@ use super::{Pipeline, StepWork};
 impl Pipeline<'_> {
     /// Lets the outputs write.
     pub(in crate::run) fn write(&mut self, work: &StepWork) {
-        let st = &mut self.state;
-        let perf = st.timings.take_step(st.coll.rank(), work.step);
-        let st = &self.state;
-        self.outputs.write(&st.context(), work.step, &perf);
+        let rank = self.state.coll.rank();
+        let perf = self.state.timings.take_step(rank, work.step);
+        self.outputs.write(&self.state.context(), work.step, &perf);
     }
 }
