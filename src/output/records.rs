@@ -181,8 +181,8 @@ pub struct CallStackRow {
     pub exit: u64,
     /// Event id `"rank:step:idx"` of the frame's execution.
     pub event_id: EventIdStr,
-    /// 1 when the frame is labelled anomalous, else 0. Label known when the record was written (parents usually have none
-    /// yet: they are still running).
+    /// 1 when the frame was labelled anomalous when the record was written,
+    /// else 0 (parents usually have no label yet: they are still running).
     pub is_anomaly: u8,
 }
 
