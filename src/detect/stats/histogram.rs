@@ -378,7 +378,7 @@ impl Histogram {
     }
 
     /// Skewness over bin midpoints with the reference's estimator
-    /// `N/(N−1)·(E[x³] − 3E[x²]μ + 2μ³)/var^1.5`, var = E[x²] − μ².
+    /// `N/(N−1)·(E[x³] − 3E[x²]μ + 2μ³)/var^1.5`, with `var = E[x²] − μ²`.
     pub fn skewness(&self) -> f64 {
         let (mut n, mut s1, mut s2, mut s3) = (0u64, 0.0f64, 0.0f64, 0.0f64);
         for (b, &c) in self.counts.iter().enumerate() {
