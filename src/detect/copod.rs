@@ -93,8 +93,8 @@ pub struct CopodModel {
     /// `sign(skewness − 1)` and `sign(skewness + 1)`.
     p_sign: f64,
     n_sign: f64,
-    /// `l_thr` of the current histogram: the threshold's point of the
-    /// range of the bin midpoints' scores.
+    /// `l_thr` of the current histogram: the point at fraction `threshold`
+    /// of the range of the bin midpoints' scores.
     pub local_threshold: f64,
     /// The ratchet `g` (what labels are compared with).
     pub global_threshold: f64,

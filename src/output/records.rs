@@ -85,9 +85,11 @@ pub struct ExecRecord {
     pub runtime_exclusive: u64,
     /// The I/O step holding the EXIT.
     pub io_step: u64,
-    /// First timestamp of `io_step` on this stream (µs).
+    /// First timestamp of `io_step` on this stream (µs; 0 for a record
+    /// labelled after its step).
     pub io_step_tstart: u64,
-    /// Last timestamp of `io_step` on this stream (µs).
+    /// Last timestamp of `io_step` on this stream (µs; 0 for a record
+    /// labelled after its step).
     pub io_step_tend: u64,
     /// Step in which the label was decided (later than `io_step` when the
     /// function's model was too thin at first).
@@ -317,9 +319,9 @@ pub struct NodeStateRow {
 pub struct MetadataRow {
     /// Program index of the traced application.
     pub pid: u32,
-    /// Application rank whose stream held the entry.
+    /// Application rank named in the entry's key (`MetaData:<rank>:...`).
     pub rid: u64,
-    /// Thread the entry belongs to.
+    /// Thread named in the entry's key.
     pub tid: u64,
     /// Description (the entry's name, e.g. `Hostname`), cut at 255 bytes.
     pub descr: MetaStr,
@@ -677,7 +679,8 @@ pub struct ModelRow {
     pub minimum: u64,
     /// Largest runtime in the model (µs; 0 when empty).
     pub maximum: u64,
-    /// SSTD: σ; HBOS/COPOD: the internal global score threshold.
+    /// SSTD: σ; HBOS/COPOD: the internal global score threshold; modal: the
+    /// robust-distance threshold.
     pub threshold: f64,
     /// Left edge of the labelling histogram's first bin (µs); bin `b`
     /// covers `(first_edge + b·width, first_edge + (b+1)·width]`.
@@ -687,7 +690,8 @@ pub struct ModelRow {
     /// First row of this model's bin counts in the companion `*_hist`
     /// dataset.
     pub hist_start: u64,
-    /// Number of histogram bins (0 for detectors without a histogram, SSTD).
+    /// Number of histogram bins (0 for detectors without a labelling
+    /// histogram: SSTD, modal).
     pub hist_len: u32,
 }
 
@@ -706,7 +710,8 @@ pub struct StreamRow {
     pub state: ShortStr,
     /// Number of steps read from the stream.
     pub steps: u64,
-    /// Number of trace rows read (function, comm and counter events).
+    /// Number of trace rows read and kept by validation (function, comm
+    /// and counter rows).
     pub rows: u64,
     /// Run step of the last step read (2^64−1: none).
     pub last_step: u64,

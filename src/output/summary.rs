@@ -20,7 +20,8 @@ pub struct RunSummary {
     pub streams: usize,
     /// Steps that delivered data.
     pub steps: u64,
-    /// Trace rows read (function, comm and counter), all ranks.
+    /// Trace rows read and kept by validation (function, comm and
+    /// counter), all ranks.
     pub rows: u64,
     /// Executions labelled, all ranks.
     pub executions: u64,

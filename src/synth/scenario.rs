@@ -58,7 +58,7 @@ pub struct Mode {
 pub struct ChildSpec {
     /// Name of the called function (one of the scenario's `[[function]]`s).
     pub function: String,
-    /// Calls per execution of the parent, in a row (default 1).
+    /// Consecutive calls per execution of the parent (default 1).
     #[serde(default = "one")]
     pub calls: u32,
 }

@@ -33,8 +33,8 @@ pub const VAR_EVENT_TYPE_COUNT: &str = "event_type_count";
 pub const VAR_THREAD_COUNT: &str = "thread_count";
 /// Int32 scalar TAU writes: number of programs defined so far.
 pub const VAR_PROGRAM_COUNT: &str = "program_count";
-/// Int32 scalar TAU writes: number of communication partner ranks seen so
-/// far.
+/// Int32 scalar TAU writes: size of the application's MPI communicator
+/// (TAU's `comm_size`).
 pub const VAR_COMM_RANK_COUNT: &str = "comm_rank_count";
 
 /// Columns of a function row ([`FuncRow`], `event_timestamps`).

@@ -25,7 +25,7 @@ pub struct DeclaredCounts {
     pub threads: Option<i64>,
     /// `program_count`: programs defined so far.
     pub programs: Option<i64>,
-    /// `comm_rank_count`: communication partner ranks seen so far.
+    /// `comm_rank_count`: size of the application's MPI communicator.
     pub comm_ranks: Option<i64>,
 }
 

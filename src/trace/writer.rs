@@ -33,7 +33,8 @@ pub struct DefinitionCounts {
     pub threads: i32,
     /// `program_count`: programs (always 1 for one stream).
     pub programs: i32,
-    /// `comm_rank_count`: communication partner ranks (left at 0).
+    /// `comm_rank_count`: size of the application's MPI communicator (left
+    /// at 0).
     pub comm_ranks: i32,
 }
 
