@@ -17,48 +17,76 @@ use crate::trace::tau::{TauReaderOptions, TauStreamReader};
 /// Summary of one step.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepSummary {
+    /// Step number, counted from 0 in the order steps were read.
     pub step: usize,
+    /// Function rows kept after validation.
     pub func_events: usize,
+    /// ENTRY rows among them.
     pub entries: usize,
+    /// EXIT rows among them (the function rows that are not ENTRY).
     pub exits: usize,
+    /// Comm rows kept after validation.
     pub comm_events: usize,
+    /// SEND rows among them.
     pub sends: usize,
+    /// RECV rows among them (the comm rows that are not SEND).
     pub recvs: usize,
+    /// Counter rows kept after validation.
     pub counter_events: usize,
-    /// `timer_count` / `counter_count` scalars as TAU wrote them.
+    /// `timer_count` scalar as TAU wrote it (functions defined so far).
     pub timers_declared: Option<i64>,
+    /// `counter_count` scalar as TAU wrote it (counters defined so far).
     pub counters_declared: Option<i64>,
     /// Attributes visible after this step.
     pub attributes_total: usize,
+    /// Functions first defined in this step: `(local index, name)`, sorted.
     pub new_functions: Vec<(u64, String)>,
+    /// Counters first defined in this step: `(local index, name)`, sorted.
     pub new_counters: Vec<(u64, String)>,
+    /// Event types first defined in this step: `(local index, name)`, sorted.
     pub new_event_types: Vec<(u64, String)>,
+    /// Number of `MetaData:` attributes first seen in this step.
     pub new_metadata: usize,
+    /// Smallest timestamp of the step's rows (µs; `None` when empty).
     pub ts_first: Option<u64>,
+    /// Largest timestamp of the step's rows (µs; `None` when empty).
     pub ts_last: Option<u64>,
+    /// Rows rejected or repaired while reading, by issue name.
     pub issues: std::collections::BTreeMap<String, u64>,
     /// All rows, only with `--rows`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows: Option<StepRows>,
 }
 
+/// Every row of one step after validation, in the stream's layouts.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepRows {
+    /// Function rows ([`FuncRow`]).
     pub funcs: Vec<FuncRow>,
+    /// Comm rows ([`CommRow`]).
     pub comms: Vec<CommRow>,
+    /// Counter rows ([`CounterRow`]).
     pub counters: Vec<CounterRow>,
 }
 
 /// Summary of a whole stream.
 #[derive(Debug, Clone, Serialize)]
 pub struct StreamSummary {
+    /// Path of the stream.
     pub stream: String,
+    /// One summary per step (empty with `totals_only`).
     pub steps: Vec<StepSummary>,
+    /// Function rows kept over all steps.
     pub total_func_events: u64,
+    /// Comm rows kept over all steps.
     pub total_comm_events: u64,
+    /// Counter rows kept over all steps.
     pub total_counter_events: u64,
+    /// Every function defined by the end: `(local index, name)`.
     pub functions: Vec<(u64, String)>,
+    /// Every counter defined by the end: `(local index, name)`.
     pub counters: Vec<(u64, String)>,
+    /// Wall-clock seconds spent reading the stream.
     pub seconds: f64,
 }
 

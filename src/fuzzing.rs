@@ -184,9 +184,13 @@ const COUNTER_FIELDS: [Field; COUNTER_WIDTH - 1] = [
 /// One decoded step: raw attribute strings and rows as TAU would write them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FuzzStep {
+    /// Attributes defined in the step, as `(key, value)` strings.
     pub attributes: Vec<(String, String)>,
+    /// Function rows (`event_timestamps`), unchecked.
     pub funcs: Vec<FuncRow>,
+    /// Comm rows (`comm_timestamps`), unchecked.
     pub comms: Vec<CommRow>,
+    /// Counter rows (`counter_values`), unchecked.
     pub counters: Vec<CounterRow>,
 }
 
@@ -195,12 +199,19 @@ pub struct FuzzStep {
 pub struct FuzzInput {
     /// Define the standard attributes before the first step.
     pub preamble: bool,
+    /// Rank the reader expects in the rows (`param % 4`; `None` with flag
+    /// bit 1: no expected rank).
     pub expected_rank: Option<u64>,
+    /// Program index the reader assigns to the stream (`param / 4 % 4`).
     pub program_idx: u64,
+    /// Use tiny [`EventOptions`] limits (flag bit 2).
     pub tight_limits: bool,
     /// Hide some indices from the [`IndexMap`]; `hide` says which.
     pub hide_indices: bool,
+    /// Which indices are hidden (`param / 16`): every third function index
+    /// from `hide % 3`, event type `hide % 4`, counter `hide % 3`.
     pub hide: u8,
+    /// The decoded steps, in order.
     pub steps: Vec<FuzzStep>,
 }
 
@@ -452,16 +463,21 @@ pub fn encode(input: &FuzzInput) -> Vec<u8> {
 /// What a run did (for tests and for a look at what the fuzzer reaches).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {
+    /// Steps run.
     pub steps: usize,
+    /// Rows in the input, before validation.
     pub rows: u64,
     /// Rows the validation kept.
     pub rows_kept: u64,
-    /// Executions completed from validated steps / from the raw rows.
+    /// Executions completed from the validated steps.
     pub executions: u64,
+    /// Executions completed from the raw (unchecked) rows.
     pub executions_raw: u64,
-    /// Issues counted by the validation / by the replay (both streams).
+    /// Issues counted by the reader's validation.
     pub reader_issues: u64,
+    /// Issues counted by the call-stack replay (validated and raw replays).
     pub event_issues: u64,
+    /// CPU-launch/GPU-kernel pairs matched (validated and raw replays).
     pub gpu_pairs: u64,
 }
 

@@ -92,14 +92,17 @@ impl Collectives {
         self.world_size
     }
 
+    /// This process's rank in the program's own communicator (the AD rank).
     pub fn rank(&self) -> usize {
         self.world.rank() as usize
     }
 
+    /// Number of ranks in the program's own communicator (the AD ranks).
     pub fn size(&self) -> usize {
         self.world.size() as usize
     }
 
+    /// Waits until every rank of the communicator has called it.
     pub fn barrier(&self) {
         self.count(0);
         self.world.barrier();
@@ -183,14 +186,18 @@ impl Collectives {
         out
     }
 
+    /// Element-wise sum over ranks (every rank passes the same length and
+    /// gets the result).
     pub fn allreduce_sum(&self, v: &[u64]) -> Vec<u64> {
         self.allreduce(v, SystemOperation::sum())
     }
 
+    /// Element-wise minimum over ranks.
     pub fn allreduce_min(&self, v: &[u64]) -> Vec<u64> {
         self.allreduce(v, SystemOperation::min())
     }
 
+    /// Element-wise maximum over ranks.
     pub fn allreduce_max(&self, v: &[u64]) -> Vec<u64> {
         self.allreduce(v, SystemOperation::max())
     }

@@ -54,6 +54,8 @@ pub struct BinnedDetector<K: Kernel> {
 }
 
 impl<K: Kernel> BinnedDetector<K> {
+    /// An empty detector; a function is labelled once its global model
+    /// holds `min_count` executions.
     pub fn new(kernel: K, min_count: u64) -> Self {
         BinnedDetector {
             kernel,
@@ -64,6 +66,7 @@ impl<K: Kernel> BinnedDetector<K> {
         }
     }
 
+    /// The detector-specific kernel (its parameters).
     pub fn kernel(&self) -> &K {
         &self.kernel
     }
@@ -78,6 +81,8 @@ impl<K: Kernel> BinnedDetector<K> {
         self.fine.global.get(function as usize)
     }
 
+    /// The threshold `function` is labelled with: its `--threshold-file`
+    /// entry, or the kernel's default.
     pub fn threshold(&self, function: u32) -> f64 {
         self.threshold_of
             .get(function as usize)

@@ -18,6 +18,7 @@ use super::stats::fine::{FineHist, StepDelta};
 use super::stats::histogram::{sign, BinPos, BinWidth, Histogram};
 use super::{ModelSnapshot, Verdict};
 
+/// COPOD parameters.
 #[derive(Debug, Clone)]
 pub struct CopodParams {
     /// Default threshold (Chimbuko passes `hbos_thres` to COPOD too).
@@ -34,6 +35,7 @@ impl Default for CopodParams {
 /// bin plus the uniform share of the value's own bin (`empiricalCDF`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ecdf {
+    /// The histogram the CDF is taken of.
     pub hist: Histogram,
     /// `before[b]` = counts of bins `< b`.
     before: Vec<f64>,
@@ -43,6 +45,7 @@ pub struct Ecdf {
 }
 
 impl Ecdf {
+    /// The empirical CDF of `hist`.
     pub fn new(hist: Histogram) -> Self {
         let mut before = Vec::with_capacity(hist.nbin());
         let mut slope = Vec::with_capacity(hist.nbin());
@@ -81,14 +84,19 @@ impl Ecdf {
 /// The labelling model of one function.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CopodModel {
+    /// CDF of the labelling histogram (left tail).
     pub left: Ecdf,
     /// CDF of the negated histogram (right tail).
     pub right: Ecdf,
+    /// Skewness of the labelling histogram (picks how the tails combine).
     pub skewness: f64,
     /// `sign(skewness − 1)` and `sign(skewness + 1)`.
     p_sign: f64,
     n_sign: f64,
+    /// `l_thr` of the current histogram: the point at fraction `threshold`
+    /// of the range of the bin midpoints' scores.
     pub local_threshold: f64,
+    /// The ratchet `g` (what labels are compared with).
     pub global_threshold: f64,
     memo: ScoreMemo,
 }
@@ -149,6 +157,8 @@ impl Default for CopodModel {
 }
 
 impl CopodModel {
+    /// CDFs and thresholds of a labelling histogram; `prev_global` is the
+    /// ratchet before this histogram.
     pub fn from_histogram(hist: Histogram, threshold: f64, prev_global: f64) -> Self {
         let skewness = hist.skewness();
         let right = Ecdf::new(hist.negate());
@@ -200,6 +210,8 @@ impl CopodModel {
         ((sl + sr) / 2.0).max(-self.p_sign * sl + self.n_sign * sr)
     }
 
+    /// Label and score of runtime `x` (µs): anomaly when the score reaches
+    /// the global threshold.
     pub fn judge(&self, x: f64) -> Verdict {
         Verdict::by_threshold(self.score(x), self.global_threshold)
     }
@@ -208,6 +220,7 @@ impl CopodModel {
 /// The COPOD kernel of [`BinnedDetector`].
 #[derive(Debug, Clone, Default)]
 pub struct CopodKernel {
+    /// The COPOD parameters.
     pub params: CopodParams,
 }
 
@@ -215,6 +228,7 @@ pub struct CopodKernel {
 pub type Copod = BinnedDetector<CopodKernel>;
 
 impl Copod {
+    /// A COPOD detector; functions are labelled from `min_count` executions.
     pub fn with_params(params: CopodParams, min_count: u64) -> Self {
         BinnedDetector::new(CopodKernel { params }, min_count)
     }

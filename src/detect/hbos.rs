@@ -33,6 +33,7 @@ pub fn outside_score() -> f64 {
     -ALPHA.log2()
 }
 
+/// HBOS parameters.
 #[derive(Debug, Clone)]
 pub struct HbosParams {
     /// Default threshold (Chimbuko's `hbos_thres`, 0.99).
@@ -53,6 +54,7 @@ impl Default for HbosParams {
 /// The labelling model of one function.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HbosModel {
+    /// The labelling histogram (from the exact fine histogram).
     pub hist: Histogram,
     /// Score of each bin.
     pub scores: Vec<f64>,
@@ -119,6 +121,8 @@ impl HbosModel {
         }
     }
 
+    /// Label and score of runtime `x` (µs): anomaly when the score reaches
+    /// the global threshold.
     pub fn judge(&self, x: f64) -> Verdict {
         Verdict::by_threshold(self.score(x), self.global_threshold)
     }
@@ -127,6 +131,7 @@ impl HbosModel {
 /// The HBOS kernel of [`BinnedDetector`].
 #[derive(Debug, Clone, Default)]
 pub struct HbosKernel {
+    /// The HBOS parameters.
     pub params: HbosParams,
 }
 
@@ -134,6 +139,7 @@ pub struct HbosKernel {
 pub type Hbos = BinnedDetector<HbosKernel>;
 
 impl Hbos {
+    /// An HBOS detector; functions are labelled from `min_count` executions.
     pub fn with_params(params: HbosParams, min_count: u64) -> Self {
         BinnedDetector::new(HbosKernel { params }, min_count)
     }

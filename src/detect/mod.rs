@@ -35,9 +35,13 @@ use serde::Serialize;
 /// bitwise OR. Every rank's wire of a round has the same lengths.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Wire {
+    /// Words added over ranks (wrapping).
     pub sum: Vec<u64>,
+    /// Words reduced to their minimum over ranks.
     pub min: Vec<u64>,
+    /// Words reduced to their maximum over ranks.
     pub max: Vec<u64>,
+    /// Words combined with bitwise OR over ranks.
     pub or: Vec<u64>,
 }
 
@@ -96,13 +100,17 @@ pub fn reduce_step(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Label {
+    /// Within the model's normal range (Chimbuko code `1`).
     Normal,
+    /// Outside it (Chimbuko code `-1`).
     Anomaly,
     /// The global model does not have enough data for this function yet.
     Unlabeled,
 }
 
 impl Label {
+    /// Lower-case name (`normal`, `anomaly`, `unlabeled`), as in JSON and
+    /// CSV output.
     pub fn name(self) -> &'static str {
         match self {
             Label::Normal => "normal",
@@ -115,7 +123,10 @@ impl Label {
 /// Label and score of one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Verdict {
+    /// The label.
     pub label: Label,
+    /// Outlier score on the detector's own scale (SSTD: distance from the
+    /// mean in standard deviations); 0 when unlabelled.
     pub score: f64,
 }
 
@@ -172,22 +183,27 @@ pub trait Detector: Send {
 pub struct ModelSnapshot {
     /// Executions in the global model.
     pub count: u64,
-    /// Runtime statistics of the global model (µs), Chimbuko's RunStats
-    /// fields: mean, stddev (ddof 1), skewness (g1), excess kurtosis.
+    /// Mean runtime of the global model (µs).
     pub mean: f64,
+    /// Standard deviation (ddof 1) of the model's runtimes (µs).
     pub stddev: f64,
+    /// Skewness (g1) of the model's runtimes.
     pub skewness: f64,
+    /// Excess kurtosis of the model's runtimes.
     pub kurtosis: f64,
-    /// Smallest and largest runtime in the model (0 when empty).
+    /// Smallest runtime in the model (µs; 0 when empty).
     pub minimum: u64,
+    /// Largest runtime in the model (µs; 0 when empty).
     pub maximum: u64,
     /// The detector's threshold: SSTD σ; HBOS/COPOD the internal global
     /// score threshold; other detectors document theirs.
     pub threshold: f64,
-    /// Labelling histogram (histogram detectors; empty otherwise): bin `b`
-    /// covers `(first_edge + b·bin_width, first_edge + (b+1)·bin_width]`.
+    /// Left edge of the labelling histogram (histogram detectors; µs): bin
+    /// `b` covers `(first_edge + b·bin_width, first_edge + (b+1)·bin_width]`.
     pub hist_first_edge: f64,
+    /// Width of each histogram bin (µs).
     pub hist_bin_width: f64,
+    /// Executions in each bin (empty for detectors without a histogram).
     pub hist_counts: Vec<u64>,
     /// Runtime modes judged normal (`modal`; empty otherwise).
     pub modes: Vec<ModeSnapshot>,
@@ -232,8 +248,9 @@ pub fn moments_json(algorithm: &str, m: &stats::exact::ExactMoments) -> serde_js
 pub struct ModeSnapshot {
     /// Median runtime of the mode (µs).
     pub median: f64,
-    /// Runtimes in `[low, high]` (µs) are within the threshold of this mode.
+    /// Lowest runtime within the threshold of this mode (µs).
     pub low: f64,
+    /// Highest runtime within the threshold of this mode (µs).
     pub high: f64,
     /// Fraction of the function's executions in the mode.
     pub share: f64,

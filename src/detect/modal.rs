@@ -79,8 +79,9 @@ const QUARTILE_Z: f64 = 0.674_489_750_196_081_7;
 pub struct Mode {
     /// Median of `u = ln(1 + µs)`.
     pub centre: f64,
-    /// Scales below and above the median (in `u`).
+    /// Scale below the median (in `u`).
     pub left: f64,
+    /// Scale above the median (in `u`).
     pub right: f64,
     /// Executions in the mode (all, this step included).
     pub count: u64,
@@ -111,6 +112,8 @@ pub struct ModalModel {
     pub bandwidth: f64,
     /// Whether normality was decided on the executions before this step.
     pub shares_from_history: bool,
+    /// Robust distance beyond which a runtime is an anomaly (the function's
+    /// threshold when the model was derived).
     pub threshold: f64,
 }
 
@@ -124,6 +127,8 @@ impl ModalModel {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// Label and score of runtime `x` (µs): anomaly when its distance to
+    /// the nearest normal mode exceeds the threshold.
     pub fn judge(&self, x: u64) -> Verdict {
         let score = self.score(x);
         Verdict {
@@ -427,6 +432,7 @@ fn shape(cells: &[Cell], count: u64, share: f64, min_spread: f64) -> Mode {
 /// The modal kernel of [`BinnedDetector`].
 #[derive(Debug, Clone, Default)]
 pub struct ModalKernel {
+    /// The modal parameters.
     pub params: ModalParams,
 }
 
@@ -434,6 +440,7 @@ pub struct ModalKernel {
 pub type Modal = BinnedDetector<ModalKernel>;
 
 impl Modal {
+    /// A modal detector; functions are labelled from `min_count` executions.
     pub fn with_params(params: ModalParams, min_count: u64) -> Self {
         BinnedDetector::new(ModalKernel { params }, min_count)
     }

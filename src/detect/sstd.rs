@@ -49,6 +49,7 @@ struct Derived {
 }
 
 impl Sstd {
+    /// An SSTD detector with an empty model.
     pub fn new(params: SstdParams) -> Self {
         Sstd {
             params,
@@ -84,6 +85,8 @@ impl Sstd {
         self.refresh(i);
     }
 
+    /// σ that `function` is labelled with: its own (threshold file) or the
+    /// default.
     pub fn sigma(&self, function: u32) -> f64 {
         self.sigma_of
             .get(function as usize)

@@ -122,11 +122,15 @@ impl ThreadState {
 /// stacks or end-of-run reports).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct OpenCall {
+    /// The call's label (`rank:step:idx` of its ENTRY).
     pub id: ExecId,
+    /// TAU thread id the call runs on.
     pub thread: u64,
     /// Global function index.
     pub function: u32,
+    /// ENTRY timestamp (µs since the epoch).
     pub entry: u64,
+    /// Stack depth at entry; a root call has depth 0.
     pub depth: u32,
 }
 
@@ -165,6 +169,8 @@ struct CompletionTarget<'a> {
 }
 
 impl CallStackBuilder {
+    /// A builder for the stream `stream_name` (used in messages) of
+    /// program `program` and application rank `rank`, with no open calls.
     pub fn new(program: u32, rank: u64, stream_name: String, opts: EventOptions) -> Self {
         CallStackBuilder {
             program,
@@ -181,18 +187,22 @@ impl CallStackBuilder {
         }
     }
 
+    /// The stream's name, as used in messages (its path).
     pub fn stream_name(&self) -> &str {
         &self.stream_name
     }
 
+    /// Application rank of the stream.
     pub fn rank(&self) -> u64 {
         self.rank
     }
 
+    /// Program index of the stream.
     pub fn program(&self) -> u32 {
         self.program
     }
 
+    /// The tuning the builder was made with.
     pub fn options(&self) -> &EventOptions {
         &self.opts
     }

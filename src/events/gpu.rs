@@ -20,8 +20,11 @@ const GPU_API_WORDS: [&str; 6] = ["CUDA", "GPU", "HIP", "ROCm", "SYCL", "OpenCL"
 /// Which part of a [`GpuLocation`] a metadata description sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuMetadataKey {
+    /// `<API> Device`: the GPU device.
     Device,
+    /// `<API> Context`: the GPU context.
     Context,
+    /// `<API> Stream`: the GPU stream (queue).
     Stream,
 }
 

@@ -74,8 +74,11 @@ use crate::trace::format::EventKind;
     serde::Deserialize,
 )]
 pub struct ExecId {
+    /// Application rank of the stream the call was traced on.
     pub rank: u64,
+    /// I/O step in which the call's ENTRY row arrived.
     pub step: u64,
+    /// Ordinal of the ENTRY among that step's ENTRY rows (from 0).
     pub idx: u64,
 }
 
@@ -112,7 +115,9 @@ impl std::str::FromStr for ExecId {
 /// Direction of a point-to-point message, from this rank's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum CommDirection {
+    /// This rank sent the message (a SEND row).
     Send,
+    /// This rank received the message (a RECV row).
     Recv,
 }
 
@@ -127,13 +132,18 @@ pub const MAX_PLAUSIBLE_BYTES: u64 = 1 << 40;
 /// and `dst` the partner; for a RECV `src` is the partner and `dst` this rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CommEvent {
+    /// Whether this rank sent or received the message.
     pub direction: CommDirection,
+    /// Sending rank.
     pub src: u64,
+    /// Receiving rank.
     pub dst: u64,
+    /// MPI message tag.
     pub tag: u64,
     /// `None` when the count is absurd (> [`MAX_PLAUSIBLE_BYTES`]); the event
     /// itself is kept, only the size is unknown.
     pub bytes: Option<u64>,
+    /// Timestamp of the SEND or RECV row (µs since the epoch).
     pub ts: u64,
 }
 
@@ -143,7 +153,9 @@ pub struct CommEvent {
 pub struct CounterEvent {
     /// Global counter index.
     pub counter: u32,
+    /// Sampled value, in the counter's own unit.
     pub value: u64,
+    /// Timestamp of the counter row (µs since the epoch).
     pub ts: u64,
 }
 
@@ -151,8 +163,11 @@ pub struct CounterEvent {
 /// Device|Context|Stream` attributes (values verbatim, quotes stripped).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct GpuLocation {
+    /// Value of `CUDA Device`, if given.
     pub device: Option<String>,
+    /// Value of `CUDA Context`, if given.
     pub context: Option<String>,
+    /// Value of `CUDA Stream`, if given.
     pub stream: Option<String>,
 }
 
@@ -169,19 +184,26 @@ pub struct GpuLocation {
 pub struct Execution {
     /// The label; `id.rank` is the application rank of the stream.
     pub id: ExecId,
+    /// ENTRY timestamp (µs since the epoch).
     pub entry: u64,
+    /// EXIT timestamp (µs since the epoch; for a call closed implicitly,
+    /// the timestamp of the EXIT that closed it).
     pub exit: u64,
     /// [`Execution::inclusive`] minus the inclusive time of the direct children (the time
     /// spent in this function's own code); what the detectors judge.
     pub exclusive: u64,
+    /// TAU thread id the call ran on (a virtual thread for GPU work).
     pub thread: u64,
     /// The call that was open below this one; see [`Execution::parent`].
     parent: PackedId,
+    /// Program index of the stream (`--program-idx`).
     pub program: u32,
     /// Global function index (from [`IndexMap::functions`]).
     pub function: u32,
     /// Stack depth at entry; a root call has depth 0.
     pub depth: u32,
+    /// Number of direct children (calls entered while this one was the
+    /// innermost open call).
     pub n_children: u32,
     /// Where this call's attachments sit in its step's arenas.
     pub attach: AttachRange,
@@ -226,7 +248,9 @@ impl PackedId {
 /// A `start..start + len` range into one of the arenas of a [`StepEvents`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Span {
+    /// First element in the arena.
     pub start: u32,
+    /// Number of elements.
     pub len: u32,
 }
 
@@ -242,6 +266,7 @@ impl Span {
             .unwrap_or(&[])
     }
 
+    /// True when the span names no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -337,9 +362,13 @@ impl Execution {
 /// the original step and should not be used with other arenas.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnedExecution {
+    /// The execution itself.
     pub exec: Execution,
+    /// Copies of its messages.
     pub comms: Vec<CommEvent>,
+    /// Copies of its counter samples.
     pub counters: Vec<CounterEvent>,
+    /// Copies of its `Correlation ID` values.
     pub correlation_ids: Vec<u64>,
 }
 
@@ -480,9 +509,11 @@ pub struct StepEvents {
     pub gpu_partners: Vec<(u32, ExecId)>,
     /// Samples of [`CounterRole::Monitoring`] counters, in row order.
     pub node_state: Vec<CounterEvent>,
+    /// Broken or noteworthy input met while replaying the step.
     pub issues: EventIssues,
-    /// Smallest and largest timestamp over all rows of the step.
+    /// Smallest timestamp over all rows of the step (`None`: no rows).
     pub first_ts: Option<u64>,
+    /// Largest timestamp over all rows of the step (`None`: no rows).
     pub last_ts: Option<u64>,
     /// The step's rows as runs of one thread, in order: rows come grouped
     /// by thread, so a thread's entries ([`ExecId::idx`]) and its
@@ -504,18 +535,26 @@ pub struct StepEvents {
 /// `first_entry..end_entry` and `executions[first_exec..end_exec]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadRun {
+    /// The thread all rows of the run belong to.
     pub thread: u64,
+    /// First entry ordinal ([`ExecId::idx`]) of the run.
     pub first_entry: u64,
+    /// One past the last entry ordinal of the run.
     pub end_entry: u64,
+    /// Index in [`StepEvents::executions`] of the run's first completed call.
     pub first_exec: usize,
+    /// One past the index of the run's last completed call.
     pub end_exec: usize,
 }
 
 impl ThreadRun {
+    /// The run's entry ordinals, `first_entry..end_entry`.
     pub fn entries(&self) -> std::ops::Range<usize> {
         self.first_entry as usize..self.end_entry as usize
     }
 
+    /// The run's indices in [`StepEvents::executions`],
+    /// `first_exec..end_exec`.
     pub fn executions(&self) -> std::ops::Range<usize> {
         self.first_exec..self.end_exec
     }
@@ -641,6 +680,7 @@ pub enum EventIssueKind {
 }
 
 impl EventIssueKind {
+    /// Short description used in log lines and issue counts.
     pub fn name(self) -> &'static str {
         use EventIssueKind::*;
         match self {
@@ -676,7 +716,9 @@ impl EventIssueKind {
 /// with the first example and the thread it happened on.
 #[derive(Debug, Clone, Default)]
 pub struct EventIssues {
+    /// Occurrences per kind.
     pub counts: BTreeMap<EventIssueKind, u64>,
+    /// Description of the first occurrence of each kind (the offending row).
     pub first_example: BTreeMap<EventIssueKind, String>,
     /// Thread of the first example, where the issue belongs to a thread.
     pub first_thread: BTreeMap<EventIssueKind, u64>,
@@ -725,14 +767,17 @@ impl EventIssues {
         }
     }
 
+    /// True when nothing was counted.
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty()
     }
 
+    /// Occurrences of `kind` (0 when none).
     pub fn count(&self, kind: EventIssueKind) -> u64 {
         self.counts.get(&kind).copied().unwrap_or(0)
     }
 
+    /// Occurrences of every kind together.
     pub fn total(&self) -> u64 {
         self.counts.values().sum()
     }

@@ -24,19 +24,23 @@ pub const COUNTER_MARK: u32 = u32::MAX;
 /// One global table: index -> key, key -> index.
 #[derive(Debug, Default, Clone)]
 pub struct NameTable {
+    /// Key of each global index, in index order.
     pub keys: Vec<NameKey>,
     index: HashMap<NameKey, u32>,
 }
 
 impl NameTable {
+    /// Global index of `key`, if agreed.
     pub fn get(&self, key: &NameKey) -> Option<u32> {
         self.index.get(key).copied()
     }
 
+    /// Number of names in the table.
     pub fn len(&self) -> usize {
         self.keys.len()
     }
 
+    /// True when the table has no name.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
@@ -51,10 +55,13 @@ impl NameTable {
         i
     }
 
+    /// Name of global index `i` (`?` when out of range).
     pub fn name(&self, i: u32) -> &str {
         self.keys.get(i as usize).map_or("?", |k| k.1.as_str())
     }
 
+    /// Program index of global index `i` (0 for counters, which all
+    /// programs share, and when out of range).
     pub fn program(&self, i: u32) -> u32 {
         self.keys.get(i as usize).map_or(0, |k| k.0)
     }
@@ -63,7 +70,9 @@ impl NameTable {
 /// Global functions (per program) and counters (shared by all programs).
 #[derive(Debug, Default, Clone)]
 pub struct GlobalNames {
+    /// Global functions, keyed by (program, name).
     pub functions: NameTable,
+    /// Global counters, keyed by (0, name).
     pub counters: NameTable,
 }
 

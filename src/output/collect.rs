@@ -59,21 +59,31 @@ impl Default for ProvenanceOptions {
 /// buffer; the writer shifts them to file rows.
 #[derive(Debug, Default)]
 pub struct Collection {
+    /// Rows of the `records` table.
     pub records: Vec<ExecRecord>,
+    /// Rows of the `call_stack` table.
     pub call_stack: Vec<CallStackRow>,
+    /// Rows of the `counter_events` table.
     pub counter_events: Vec<CounterEventRow>,
+    /// Rows of the `exec_window` table.
     pub exec_window: Vec<ExecWindowRow>,
+    /// Rows of the `comm_window` table.
     pub comm_window: Vec<CommWindowRow>,
+    /// Rows of the `gpu_location` table.
     pub gpu_location: Vec<GpuLocationRow>,
+    /// Rows of the `gpu_parent` table.
     pub gpu_parent: Vec<GpuParentRow>,
+    /// Rows of the `node_state` table.
     pub node_state: Vec<NodeStateRow>,
 }
 
 impl Collection {
+    /// True when no record is waiting to be written.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
 
+    /// Drops every row (after they were written).
     pub fn clear(&mut self) {
         *self = Collection::default();
     }
@@ -124,12 +134,17 @@ pub struct StreamProvenance {
 
 /// Everything `collect_step` reads.
 pub struct StepContext<'a> {
+    /// The I/O step being collected.
     pub step: u64,
+    /// The stream's executions completed this step, with their attachments.
     pub events: &'a StepEvents,
     /// One per `events.executions`.
     pub verdicts: &'a [Verdict],
+    /// The stream's call stacks: calls still open, GPU locations.
     pub stream: &'a CallStackBuilder,
+    /// The global function and counter names.
     pub names: &'a GlobalNames,
+    /// What to keep.
     pub opts: &'a ProvenanceOptions,
 }
 
@@ -188,6 +203,8 @@ fn parent_str(p: Option<ExecId>) -> EventIdStr {
 }
 
 impl StreamProvenance {
+    /// The state of a stream of program `program` and application rank
+    /// `rank`, before its first step.
     pub fn new(program: u32, rank: u64) -> Self {
         StreamProvenance {
             program,
@@ -809,10 +826,12 @@ impl StreamProvenance {
         }
     }
 
+    /// Program index of the stream.
     pub fn program(&self) -> u32 {
         self.program
     }
 
+    /// Application rank of the stream.
     pub fn rank(&self) -> u64 {
         self.rank
     }

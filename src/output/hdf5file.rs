@@ -39,8 +39,11 @@ const CHUNK_BYTES: usize = 64 << 10;
 /// An attribute value of the root group.
 #[derive(Debug, Clone)]
 pub enum FileAttr {
+    /// A variable-length UTF-8 string (NUL bytes become spaces).
     Str(String),
+    /// An unsigned 64-bit integer.
     U64(u64),
+    /// A 64-bit float.
     F64(f64),
 }
 
@@ -96,6 +99,7 @@ impl ProvenanceFile {
         })
     }
 
+    /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -17,31 +17,53 @@ use super::COLLECTIONS;
 
 /// One collection of records with its companion tables.
 pub struct LoadedCollection {
+    /// The `records` table: one row per kept execution.
     pub records: Vec<ExecRecord>,
+    /// The `call_stack` table.
     pub call_stack: Vec<CallStackRow>,
+    /// The `counter_events` table.
     pub counter_events: Vec<CounterEventRow>,
+    /// The `exec_window` table.
     pub exec_window: Vec<ExecWindowRow>,
+    /// The `comm_window` table.
     pub comm_window: Vec<CommWindowRow>,
+    /// The `gpu_location` table.
     pub gpu_location: Vec<GpuLocationRow>,
+    /// The `gpu_parent` table.
     pub gpu_parent: Vec<GpuParentRow>,
+    /// The `node_state` table.
     pub node_state: Vec<NodeStateRow>,
 }
 
 /// Everything in a provenance file.
 pub struct Provenance {
+    /// Root attributes (`schema_version`, `algorithm`, ...), as text.
     pub attrs: BTreeMap<String, String>,
+    /// `anomalies/` then `normal_execs/` (the order of [`COLLECTIONS`]).
     pub collections: Vec<LoadedCollection>,
+    /// The `functions` table (full names by global index).
     pub functions: Vec<FunctionRow>,
+    /// The `counters` table (full names by global index).
     pub counters: Vec<CounterRow>,
+    /// The `func_stats` table.
     pub func_stats: Vec<FuncStatsRow>,
+    /// The `counter_stats` table.
     pub counter_stats: Vec<CounterStatsRow>,
+    /// The `ad_model` table: the final model of every function.
     pub ad_model: Vec<ModelRow>,
+    /// Histogram bin counts of `ad_model` (`hist_start`/`hist_len`).
     pub ad_model_hist: Vec<u64>,
+    /// The `model_params` table: the models the labels came from.
     pub model_params: Vec<ModelRow>,
+    /// Histogram bin counts of `model_params`.
     pub model_params_hist: Vec<u64>,
+    /// The `metadata` table.
     pub metadata: Vec<MetadataRow>,
+    /// The `steps` table.
     pub steps: Vec<StepRow>,
+    /// The `streams` table.
     pub streams: Vec<StreamRow>,
+    /// The `ad_perf` table.
     pub ad_perf: Vec<PerfRow>,
 }
 
@@ -55,6 +77,8 @@ fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
 }
 
 impl Provenance {
+    /// Reads every table of the file at `path` (a missing table reads as
+    /// empty; root attributes that are not text or numbers are skipped).
     pub fn load(path: &Path) -> anyhow::Result<Provenance> {
         let f = hdf5::File::open(path)
             .with_context(|| format!("opening provenance file {}", path.display()))?;

@@ -27,21 +27,27 @@ const SCORE_CAP: u64 = 1 << 44;
 /// Per function, this rank's share since the start of the run.
 #[derive(Debug, Clone, Default)]
 pub struct FunctionStats {
-    /// Runtimes of executions whose inclusive and exclusive times differ
-    /// (calls with children); see [`FunctionStats::profile`].
+    /// Inclusive runtimes (µs) of executions whose inclusive and exclusive
+    /// times differ (calls with children); see [`FunctionStats::profile`].
     pub inclusive: ExactMoments,
+    /// Exclusive runtimes (µs) of those same executions.
     pub exclusive: ExactMoments,
     /// Runtimes of executions whose two times are equal (calls without
     /// children: most of them), counted once for both.
     pub same: ExactMoments,
     /// Anomalies per (stream, step) bucket with at least one.
     pub anomaly_count: ExactMoments,
+    /// Scores of the anomalies, in integer thousandths ([`SCORE_SCALE`]).
     pub score: ExactMoments,
+    /// Severities of the anomalies (exclusive runtime, µs).
     pub severity: ExactMoments,
-    /// u64::MAX / 0 while there is no anomaly.
+    /// First I/O step with an anomaly (`u64::MAX` while there is none).
     pub first_io_step: u64,
+    /// Last I/O step with an anomaly (0 while there is none).
     pub last_io_step: u64,
+    /// Earliest entry of an anomaly (µs; `u64::MAX` while there is none).
     pub min_timestamp: u64,
+    /// Latest exit of an anomaly (µs; 0 while there is none).
     pub max_timestamp: u64,
 }
 
@@ -104,6 +110,8 @@ impl FunctionStats {
         self.max_timestamp = self.max_timestamp.max(o.max_timestamp);
     }
 
+    /// Closes a (stream, step) bucket with `anomalies` anomalies of the
+    /// function: counted in `anomaly_count` when there is at least one.
     pub fn close_bucket(&mut self, anomalies: u64) {
         if anomalies > 0 {
             self.anomaly_count.push(anomalies);
@@ -117,11 +125,14 @@ const F_SUM: usize = 5 * MOMENT_SUM_WORDS;
 /// Everything behind `func_stats` and `counter_stats` on one rank.
 #[derive(Debug, Clone, Default)]
 pub struct GlobalStats {
+    /// Per global function index.
     pub functions: Vec<FunctionStats>,
+    /// Per global counter index: every value of the counter.
     pub counters: Vec<WideMoments>,
 }
 
 impl GlobalStats {
+    /// Makes room for `functions` functions and `counters` counters.
     pub fn ensure(&mut self, functions: usize, counters: usize) {
         if self.functions.len() < functions {
             self.functions.resize_with(functions, FunctionStats::empty);
@@ -141,6 +152,7 @@ impl GlobalStats {
         &mut self.functions[f]
     }
 
+    /// Counter `c`'s entry, made on first use.
     #[inline]
     pub fn counter(&mut self, c: u32) -> &mut WideMoments {
         let c = c as usize;

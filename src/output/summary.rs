@@ -14,10 +14,16 @@ use crate::events::names::GlobalNames;
 /// The run's headline numbers (rank 0).
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
+    /// Number of AD ranks that analysed the streams.
     pub ad_ranks: usize,
+    /// Number of application streams analysed.
     pub streams: usize,
+    /// Steps that delivered data.
     pub steps: u64,
+    /// Trace rows read and kept by validation (function, comm and
+    /// counter), all ranks.
     pub rows: u64,
+    /// Executions labelled, all ranks.
     pub executions: u64,
     /// Anomalies as labelled during the run, step by step.
     pub anomalies_in_situ: u64,
@@ -25,18 +31,26 @@ pub struct RunSummary {
     pub anomalies: u64,
     /// In-situ anomalies that the final model judges normal.
     pub anomalies_pruned_at_end: u64,
+    /// Calls still open when the streams ended (TAU's monitoring thread
+    /// always leaves some), all ranks.
     pub open_calls_at_end: u64,
+    /// Broken or repaired input met while rebuilding executions, all ranks.
     pub event_issues: u64,
     /// Streams that failed (unreadable data, writer gone) or stalled (no
     /// step within the step timeout); the others were analysed to the end.
     pub streams_failed: u64,
+    /// Streams that stalled (see `streams_failed`).
     pub streams_stalled: u64,
+    /// Wall-clock seconds of the run.
     pub seconds: f64,
+    /// Digest of the final global model, 16 hex digits (equal on every
+    /// rank, checked at the end).
     pub model_digest: String,
     /// Largest peak resident set size of any AD rank.
     pub peak_rss_mb: f64,
     /// Slowest rank's seconds per phase.
     pub timings: Vec<(String, f64)>,
+    /// Precision and recall against the injected anomalies (`--truth`).
     pub truth: Option<TruthCounts>,
     /// The provenance file, if one was written.
     pub provenance: Option<String>,

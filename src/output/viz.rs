@@ -94,6 +94,8 @@ pub struct StreamStepBuilder {
 }
 
 impl StreamStepBuilder {
+    /// An empty step `step` of the stream of program `pid` and application
+    /// rank `rid`.
     pub fn new(pid: u32, rid: u64, step: u64) -> Self {
         StreamStepBuilder {
             pid,
@@ -128,6 +130,7 @@ impl StreamStepBuilder {
         self.n += 1;
     }
 
+    /// The step's anomalies and per-function metrics, ready to be sent.
     pub fn finish(self) -> StreamStep {
         StreamStep {
             pid: self.pid,
@@ -218,6 +221,7 @@ pub struct VizStream {
     /// Warnings already printed (a dead visualisation server is reported
     /// once, not every step).
     warned: bool,
+    /// Packets emitted so far (rank 0).
     pub packets: u64,
 }
 

@@ -52,9 +52,13 @@ struct StoredRecord {
 /// Buffers provenance and writes it to the file, collectively.
 pub struct ProvenanceWriter {
     file: ProvenanceFile,
+    /// Records not yet written: `anomalies`, then `normal_execs`.
     pub collections: [Collection; 2],
+    /// Rows of the `metadata` table not yet written.
     pub metadata: Vec<MetadataRow>,
+    /// Rows of the `steps` table not yet written.
     pub steps: Vec<StepRow>,
+    /// Rows of the `ad_perf` table not yet written.
     pub perf: Vec<PerfRow>,
     /// This rank's streams (the `streams` table is rewritten whole at each
     /// write from every rank's rows).
@@ -120,10 +124,13 @@ impl ProvenanceWriter {
         })
     }
 
+    /// Where the file is.
     pub fn path(&self) -> &Path {
         self.file.path()
     }
 
+    /// Sets attributes of the root group (collective; same values on every
+    /// rank).
     pub fn set_attrs(&self, attrs: &[(&str, FileAttr)]) -> anyhow::Result<()> {
         self.file.set_attrs(attrs)
     }

@@ -18,6 +18,8 @@ pub struct FunctionRules {
 }
 
 impl FunctionRules {
+    /// Reads `--ignore-regex`, `--ignore-file` (one name per line, `#`
+    /// comments) and `--threshold-file` (`<value> <function name>` lines).
     pub fn load(opts: &RunOptions) -> anyhow::Result<Self> {
         let mut rules = FunctionRules::default();
         if let Some(re) = &opts.ignore_regex {
@@ -66,11 +68,14 @@ impl FunctionRules {
         Ok(rules)
     }
 
+    /// Whether function `name` is never flagged (listed, or matching the
+    /// regex).
     pub fn is_ignored(&self, name: &str) -> bool {
         self.ignore_names.contains(name)
             || self.ignore_regex.as_ref().is_some_and(|r| r.is_match(name))
     }
 
+    /// The `--threshold-file` threshold of function `name`, if listed.
     pub fn threshold(&self, name: &str) -> Option<f64> {
         self.thresholds.get(name).copied()
     }

@@ -13,22 +13,31 @@ use super::scenario::{CommKind, Partner, Scenario};
 use crate::trace::format::*;
 use crate::trace::writer::StepData;
 
-/// Event-type indices we define (in TAU's usual order).
+/// Local event-type index of ENTRY (`event_type 0`; TAU's usual order).
 pub const ET_ENTRY: u64 = 0;
+/// Local event-type index of EXIT (`event_type 1`).
 pub const ET_EXIT: u64 = 1;
+/// Local event-type index of SEND (`event_type 2`).
 pub const ET_SEND: u64 = 2;
+/// Local event-type index of RECV (`event_type 3`).
 pub const ET_RECV: u64 = 3;
 
 /// One injected anomalous execution (a row of the ground-truth CSV).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TruthRow {
+    /// Application rank of the execution.
     pub rank: u64,
+    /// Thread of the execution.
     pub thread: u64,
     /// Step in which the execution completed (its EXIT row's step).
     pub step: u64,
+    /// Function name.
     pub function: String,
+    /// ENTRY timestamp (µs since the epoch).
     pub entry_us: u64,
+    /// EXIT timestamp (µs since the epoch).
     pub exit_us: u64,
+    /// Exclusive (self) time drawn for it, anomaly included (µs).
     pub exclusive_us: u64,
 }
 
@@ -135,6 +144,7 @@ pub struct RankGenerator<'a> {
     threads: Vec<ThreadGen>,
     names: LocalNames,
     step: u64,
+    /// Anomalies injected so far, in the order their EXIT rows were written.
     pub truth: Vec<TruthRow>,
 }
 
@@ -147,6 +157,7 @@ struct Rows {
 }
 
 impl<'a> RankGenerator<'a> {
+    /// The generator of rank `rank` of scenario `sc`, before its first step.
     pub fn new(sc: &'a Scenario, rank: u64) -> Self {
         let c = Compiled::new(sc);
         let mut order_rng = Rng::new(&[sc.seed, rank, u64::MAX]);

@@ -119,10 +119,15 @@ pub fn truth_path(out: &Path, binary: &str, rank: Option<u64>) -> PathBuf {
 /// What writing one rank produced.
 #[derive(Debug, Clone, Default)]
 pub struct RankReport {
+    /// Steps written.
     pub steps: u64,
+    /// Function rows (ENTRY/EXIT) written.
     pub func_rows: u64,
+    /// Comm rows written.
     pub comm_rows: u64,
+    /// Counter rows written.
     pub counter_rows: u64,
+    /// The anomalies injected into this rank.
     pub truth: Vec<TruthRow>,
 }
 

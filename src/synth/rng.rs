@@ -3,6 +3,7 @@
 
 use super::scenario::Dist;
 
+/// xoshiro256** state (with a spare normal deviate from Box–Muller pairs).
 #[derive(Debug, Clone)]
 pub struct Rng {
     s: [u64; 4],
@@ -37,6 +38,7 @@ impl Rng {
         }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;

@@ -9,33 +9,46 @@ use serde::Deserialize;
 /// Built-in demo scenario, used when no scenario file is given.
 pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.toml");
 
-/// A runtime distribution in microseconds.
+/// A runtime distribution in microseconds (also used for counter values,
+/// in the counter's unit); selected by the TOML key `dist`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Dist {
+    /// `dist = "constant"`: always the same value.
     Constant {
+        /// The value (≥ 0).
         value: f64,
     },
+    /// `dist = "normal"`: a normal distribution.
     Normal {
+        /// Mean.
         mean: f64,
+        /// Standard deviation (≥ 0).
         std: f64,
     },
     /// `median * exp(sigma * z)`: a heavy right tail.
     Lognormal {
+        /// Median (> 0).
         median: f64,
+        /// Standard deviation of the logarithm (≥ 0).
         sigma: f64,
     },
     /// A weighted mixture of normal modes (e.g. two code paths).
     Multimodal {
+        /// The modes (at least one).
         modes: Vec<Mode>,
     },
 }
 
+/// One normal mode of a [`Dist::Multimodal`] mixture.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Mode {
+    /// Relative weight (> 0; weights need not sum to 1).
     pub weight: f64,
+    /// Mean of the mode.
     pub mean: f64,
+    /// Standard deviation of the mode (≥ 0).
     pub std: f64,
 }
 
@@ -43,7 +56,9 @@ pub struct Mode {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChildSpec {
+    /// Name of the called function (one of the scenario's `[[function]]`s).
     pub function: String,
+    /// Consecutive calls per execution of the parent (default 1).
     #[serde(default = "one")]
     pub calls: u32,
 }
@@ -56,7 +71,9 @@ fn one() -> u32 {
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CommKind {
+    /// `"send"`: a SEND row.
     Send,
+    /// `"recv"`: a RECV row.
     Recv,
 }
 
@@ -64,7 +81,9 @@ pub enum CommKind {
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum Partner {
+    /// A fixed application rank.
     Rank(u64),
+    /// `"next"` (rank + 1) or `"prev"` (rank − 1), modulo the number of ranks.
     Named(String),
 }
 
@@ -72,10 +91,14 @@ pub enum Partner {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommSpec {
+    /// Send or receive.
     pub kind: CommKind,
+    /// The other rank of the message.
     pub partner: Partner,
+    /// MPI tag written in the comm row (default 0).
     #[serde(default)]
     pub tag: u64,
+    /// Message size in bytes.
     pub bytes: u64,
 }
 
@@ -83,7 +106,9 @@ pub struct CommSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CounterSpec {
+    /// Counter name (a `counter <i>` attribute), e.g. `PAPI_TOT_INS`.
     pub name: String,
+    /// Distribution of the sampled value (rounded to an unsigned integer).
     pub value: Dist,
 }
 
@@ -91,6 +116,7 @@ pub struct CounterSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FunctionSpec {
+    /// Function name (a `timer <i>` attribute); unique in the scenario.
     pub name: String,
     /// Self (exclusive) time of one execution, microseconds.
     pub runtime: Dist,
@@ -99,10 +125,14 @@ pub struct FunctionSpec {
     /// anomalies).
     #[serde(default)]
     pub drift_per_step: f64,
+    /// Calls made by every execution, in order (the call tree must be
+    /// acyclic).
     #[serde(default)]
     pub children: Vec<ChildSpec>,
+    /// Messages of every execution (written early in the call).
     #[serde(default)]
     pub comm: Vec<CommSpec>,
+    /// Counters sampled by every execution (late in the call).
     #[serde(default)]
     pub counters: Vec<CounterSpec>,
 }
@@ -112,10 +142,14 @@ pub struct FunctionSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnomalySpec {
+    /// Name of the function whose executions are made anomalous.
     pub function: String,
+    /// Probability that one execution is anomalous, in `[0, 1]`.
     pub rate: f64,
+    /// Factor applied to the self time (> 0; default 1).
     #[serde(default = "unit")]
     pub factor: f64,
+    /// Microseconds added to the self time after scaling (≥ 0; default 0).
     #[serde(default)]
     pub add_us: f64,
     /// Only these ranks (default: all).
@@ -156,15 +190,21 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Free text saying what the scenario models.
     #[serde(default)]
     pub description: String,
+    /// Seed of every random draw: the same scenario and seed give the same
+    /// streams.
     pub seed: u64,
     /// Binary name, used in stream names `<prefix>-<binary>-<rank>.bp`.
     #[serde(default = "default_binary")]
     pub binary: String,
+    /// Number of application ranks (one stream each; ≥ 1).
     pub ranks: u64,
+    /// Threads per rank, each looping over `root` (≥ 1; default 1).
     #[serde(default = "one64")]
     pub threads: u64,
+    /// Number of I/O steps written per stream (≥ 1).
     pub steps: u64,
     /// Function events (ENTRY + EXIT rows) per rank per step, approximately:
     /// steps are cut when thread 0 has produced its share, as TAU cuts steps
@@ -173,9 +213,11 @@ pub struct Scenario {
     /// Steps with `factor` times the usual events (load bursts).
     #[serde(rename = "burst", default)]
     pub bursts: Vec<BurstSpec>,
+    /// Timestamp of the first event (µs since the epoch; default November
+    /// 2023).
     #[serde(default = "default_start")]
     pub start_time_us: u64,
-    /// Idle time between two calls of the root function.
+    /// Idle time between two calls of the root function (µs; default 1).
     #[serde(default = "one64")]
     pub gap_us: u64,
     /// The function each thread calls in a loop (e.g. a time step).
@@ -187,14 +229,17 @@ pub struct Scenario {
     /// Ranks per node, for the `Hostname` metadata.
     #[serde(default = "default_ranks_per_node")]
     pub ranks_per_node: u64,
+    /// Host names are this prefix and the node number (`node000`, ...).
     #[serde(default = "default_host_prefix")]
     pub hostname_prefix: String,
     /// Give each rank its own local function/counter numbering (as real TAU
     /// does when ranks call functions in different orders).
     #[serde(default = "yes")]
     pub shuffle_indices: bool,
+    /// The functions of the call tree (`[[function]]` tables).
     #[serde(rename = "function")]
     pub functions: Vec<FunctionSpec>,
+    /// Injected anomalies (`[[anomaly]]` tables).
     #[serde(rename = "anomaly", default)]
     pub anomalies: Vec<AnomalySpec>,
     /// Ranks that are normally slower (heterogeneous nodes): not anomalies.
@@ -207,8 +252,11 @@ pub struct Scenario {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SlowdownSpec {
+    /// The slower application ranks.
     pub ranks: Vec<u64>,
+    /// Factor applied to their self times.
     pub factor: f64,
+    /// Only these functions (default: all).
     #[serde(default)]
     pub functions: Option<Vec<String>>,
 }
@@ -216,7 +264,9 @@ pub struct SlowdownSpec {
 /// A step with more events than usual.
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct BurstSpec {
+    /// The I/O step.
     pub step: u64,
+    /// Multiplier of `events_per_step` in that step (≥ 1).
     pub factor: u64,
 }
 
@@ -237,6 +287,7 @@ impl Scenario {
         self.events_per_step.saturating_mul(factor)
     }
 
+    /// Parses a scenario file's text and [validates](Scenario::validate) it.
     pub fn from_toml(text: &str) -> anyhow::Result<Scenario> {
         let s: Scenario = toml::from_str(text)?;
         s.validate()?;

@@ -28,6 +28,7 @@ pub fn received() -> Option<i32> {
     }
 }
 
+/// Name of a signal for messages (`SIGTERM`, `SIGINT`, else `a signal`).
 pub fn name(sig: i32) -> &'static str {
     match sig {
         libc::SIGTERM => "SIGTERM",

@@ -87,20 +87,45 @@ impl std::fmt::Display for Engine {
 /// An error from the ADIOS2 layer, always naming the stream and operation.
 #[derive(Debug, thiserror::Error)]
 pub enum AdiosError {
+    /// An ADIOS2 C call returned an error.
     #[error("{path}: ADIOS2 {op} failed (error code {code})")]
-    Call { path: String, op: String, code: i64 },
+    Call {
+        /// The stream.
+        path: String,
+        /// The call that failed, e.g. `adios2_begin_step`.
+        op: String,
+        /// ADIOS2's error code (-1 when the call returned a null handle).
+        code: i64,
+    },
+    /// The stream did not appear within the open timeout.
     #[error("{path}: stream not found: waited {waited:.1} s for {what} to appear")]
     NotFound {
+        /// The stream.
         path: String,
+        /// The path waited for (the BP directory or the SST contact file).
         what: String,
+        /// Seconds waited.
         waited: f64,
     },
+    /// The stream exists but ADIOS2 could not open it with this engine.
     #[error("{path}: ADIOS2 could not open the stream with engine {engine} (is it an ADIOS2 {engine} stream?)")]
-    Open { path: String, engine: Engine },
+    Open {
+        /// The stream.
+        path: String,
+        /// The engine tried.
+        engine: Engine,
+    },
+    /// A name with a NUL byte, or a variable of the wrong type or shape.
     #[error("{path}: {msg}")]
-    Invalid { path: String, msg: String },
+    Invalid {
+        /// The stream.
+        path: String,
+        /// What was wrong.
+        msg: String,
+    },
 }
 
+/// Result of the ADIOS2 layer.
 pub type Result<T> = std::result::Result<T, AdiosError>;
 
 /// Rows per ADIOS2 read of a 2-D array (64 Ki rows = 3 MiB for TAU's
@@ -125,14 +150,23 @@ pub enum StepStatus {
 /// The ADIOS2 element type of a variable, as far as the TAU format needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalarType {
+    /// `int8_t`.
     I8,
+    /// `int16_t`.
     I16,
+    /// `int32_t` (TAU's definition counts).
     I32,
+    /// `int64_t`.
     I64,
+    /// `uint8_t`.
     U8,
+    /// `uint16_t`.
     U16,
+    /// `uint32_t`.
     U32,
+    /// `uint64_t` (TAU's row arrays and row counts).
     U64,
+    /// Any other type, by its raw `adios2_type` code.
     Other(i32),
 }
 
@@ -156,11 +190,14 @@ impl ScalarType {
 /// kept in a printable form so `dump` can show them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdiosAttrValue {
+    /// A single string value.
     Text(String),
+    /// Any other attribute, as a description of its type and size.
     Other(String),
 }
 
 impl AdiosAttrValue {
+    /// The string, or the description for non-string attributes.
     pub fn as_text(&self) -> &str {
         match self {
             AdiosAttrValue::Text(s) | AdiosAttrValue::Other(s) => s,
@@ -800,7 +837,9 @@ extern "C" {
 /// Options for opening a stream for writing.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
+    /// ADIOS2 IO name (TAU's is `tau-metrics`, the default).
     pub io_name: String,
+    /// ADIOS2 engine parameters as `(key, value)` pairs.
     pub params: Vec<(String, String)>,
 }
 

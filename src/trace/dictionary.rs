@@ -16,10 +16,15 @@ pub const MAX_NAME_INDEX: u64 = 1 << 20;
 /// Names known so far for one stream, by local index.
 #[derive(Debug, Clone, Default)]
 pub struct Dictionary {
+    /// Function names (`timer <i>`) by local index; `None` where undefined.
     pub functions: Vec<Option<String>>,
+    /// Counter names (`counter <i>`) by local index; `None` where undefined.
     pub counters: Vec<Option<String>>,
+    /// Event kinds (`event_type <i>`) by local index; `None` where undefined.
     pub event_types: Vec<Option<EventKind>>,
+    /// `MetaData:` entries, in the order they appeared.
     pub metadata: Vec<MetadataEntry>,
+    /// Every other attribute as `(key, value)`, in the order they appeared.
     pub other: Vec<(String, String)>,
 }
 

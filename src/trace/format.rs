@@ -6,24 +6,42 @@ use serde::{Deserialize, Serialize};
 /// ADIOS2 IO name TAU uses.
 pub const TAU_IO_NAME: &str = "tau-metrics";
 
-/// Variable names.
+/// Variable (uint64 scalar) holding the number of function event rows in
+/// the step.
 pub const VAR_FUNC_COUNT: &str = "timer_event_count";
+/// Variable (uint64 `[n, 6]`) holding the step's function event rows
+/// ([`FuncRow`]); absent when the count is 0.
 pub const VAR_FUNC_ROWS: &str = "event_timestamps";
+/// Variable (uint64 scalar) holding the number of communication rows in
+/// the step.
 pub const VAR_COMM_COUNT: &str = "comm_count";
+/// Variable (uint64 `[n, 8]`) holding the step's communication rows
+/// ([`CommRow`]); absent when the count is 0.
 pub const VAR_COMM_ROWS: &str = "comm_timestamps";
+/// Variable (uint64 scalar) holding the number of counter rows in the step.
 pub const VAR_COUNTER_COUNT: &str = "counter_event_count";
+/// Variable (uint64 `[n, 6]`) holding the step's counter rows
+/// ([`CounterRow`]); absent when the count is 0.
 pub const VAR_COUNTER_ROWS: &str = "counter_values";
-/// Extra scalars TAU writes (int32): number of timers/counters/... defined so far.
+/// Int32 scalar TAU writes: number of timers (functions) defined so far.
 pub const VAR_TIMER_COUNT: &str = "timer_count";
+/// Int32 scalar TAU writes: number of counters defined so far.
 pub const VAR_COUNTER_DEF_COUNT: &str = "counter_count";
+/// Int32 scalar TAU writes: number of event types defined so far.
 pub const VAR_EVENT_TYPE_COUNT: &str = "event_type_count";
+/// Int32 scalar TAU writes: number of threads seen so far.
 pub const VAR_THREAD_COUNT: &str = "thread_count";
+/// Int32 scalar TAU writes: number of programs defined so far.
 pub const VAR_PROGRAM_COUNT: &str = "program_count";
+/// Int32 scalar TAU writes: size of the application's MPI communicator
+/// (TAU's `comm_size`).
 pub const VAR_COMM_RANK_COUNT: &str = "comm_rank_count";
 
-/// Row widths.
+/// Columns of a function row ([`FuncRow`], `event_timestamps`).
 pub const FUNC_WIDTH: usize = 6;
+/// Columns of a communication row ([`CommRow`], `comm_timestamps`).
 pub const COMM_WIDTH: usize = 8;
+/// Columns of a counter row ([`CounterRow`], `counter_values`).
 pub const COUNTER_WIDTH: usize = 6;
 
 /// A function event: `[program, rank, thread, event type, function, timestamp]`.
@@ -40,8 +58,11 @@ pub type CounterRow = [u64; COUNTER_WIDTH];
 /// the checks bound thread, rank, event type and function far below 2^32.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct FuncEvent {
+    /// Event time (µs since the epoch, TAU's clock).
     pub timestamp: u64,
+    /// TAU thread id (GPU streams are virtual threads).
     pub thread: u32,
+    /// Application rank from the row (checked against the stream's rank).
     pub rank: u32,
     /// The stream's local event-type index (an ENTRY or EXIT type).
     pub event_type: u32,
@@ -76,35 +97,52 @@ impl FuncEvent {
     }
 }
 
-/// Columns shared by all three row kinds.
+/// Column of every row kind: program index (defunct in TAU output; the
+/// reader overrides it with `--program-idx`).
 pub const COL_PROGRAM: usize = 0;
+/// Column of every row kind: application (MPI world) rank.
 pub const COL_RANK: usize = 1;
+/// Column of every row kind: TAU thread id.
 pub const COL_THREAD: usize = 2;
-/// Function rows.
+/// Function row column: local event-type index (ENTRY or EXIT).
 pub const FUNC_COL_EVENT_TYPE: usize = 3;
+/// Function row column: local function index (`timer <i>`).
 pub const FUNC_COL_FUNCTION: usize = 4;
+/// Function row column: timestamp (µs since the epoch).
 pub const FUNC_COL_TIMESTAMP: usize = 5;
-/// Comm rows.
+/// Comm row column: local event-type index (SEND or RECV).
 pub const COMM_COL_EVENT_TYPE: usize = 3;
+/// Comm row column: MPI message tag.
 pub const COMM_COL_TAG: usize = 4;
+/// Comm row column: partner rank (receiver of a SEND, sender of a RECV).
 pub const COMM_COL_PARTNER: usize = 5;
+/// Comm row column: message size in bytes (unreliable for receives).
 pub const COMM_COL_BYTES: usize = 6;
+/// Comm row column: timestamp (µs since the epoch).
 pub const COMM_COL_TIMESTAMP: usize = 7;
-/// Counter rows.
+/// Counter row column: local counter index (`counter <i>`).
 pub const COUNTER_COL_COUNTER: usize = 3;
+/// Counter row column: sampled value (unsigned integer).
 pub const COUNTER_COL_VALUE: usize = 4;
+/// Counter row column: timestamp (µs since the epoch).
 pub const COUNTER_COL_TIMESTAMP: usize = 5;
 
 /// The four event types TAU names through `event_type <i>` attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EventKind {
+    /// `ENTRY`: a function starts (function rows).
     Entry,
+    /// `EXIT`: a function returns (function rows).
     Exit,
+    /// `SEND`: a message is sent (comm rows).
     Send,
+    /// `RECV`: a message is received (comm rows).
     Recv,
 }
 
 impl EventKind {
+    /// The kind named by an `event_type <i>` value (`ENTRY`, `EXIT`,
+    /// `SEND`, `RECV`; surrounding whitespace ignored), or `None`.
     pub fn from_name(name: &str) -> Option<Self> {
         match name.trim() {
             "ENTRY" => Some(EventKind::Entry),
@@ -115,6 +153,7 @@ impl EventKind {
         }
     }
 
+    /// TAU's name of the kind, as in `event_type <i>` attributes.
     pub fn name(self) -> &'static str {
         match self {
             EventKind::Entry => "ENTRY",
@@ -138,36 +177,56 @@ pub const MONITORING_PREFIX: &str = "monitoring: ";
 /// One `MetaData:<rank>:<thread>:<description>` attribute.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetadataEntry {
+    /// Application rank named in the key.
     pub rank: u64,
+    /// Thread named in the key (a GPU virtual thread for GPU metadata).
     pub thread: u64,
+    /// Description part of the key (may contain colons), e.g. `Hostname`
+    /// or `CUDA Device`.
     pub description: String,
+    /// The attribute's value, with one pair of surrounding quotes removed.
     pub value: String,
 }
 
 /// What one attribute means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attribute {
+    /// `timer <i>`: name of the stream's local function index `i`.
     Function {
+        /// Local function index.
         index: u64,
+        /// Function name (TAU's timer name, often with source location).
         name: String,
     },
+    /// `event_type <i>`: name of the local event-type index `i`.
     EventType {
+        /// Local event-type index.
         index: u64,
+        /// `ENTRY`, `EXIT`, `SEND` or `RECV` (the reader reports anything else
+        /// as a malformed attribute).
         name: String,
     },
+    /// `counter <i>`: name of the local counter index `i`.
     Counter {
+        /// Local counter index.
         index: u64,
+        /// Counter name (e.g. `Correlation ID`, `monitoring: ...`).
         name: String,
     },
+    /// `MetaData:<rank>:<thread>:<description>`.
     Metadata(MetadataEntry),
     /// Anything else (`program_name 0`, ...), kept verbatim.
     Other {
+        /// Attribute key.
         key: String,
+        /// Attribute value, quotes stripped.
         value: String,
     },
     /// A key that looks like one of ours but does not parse (e.g. `timer x`).
     Malformed {
+        /// Attribute key.
         key: String,
+        /// Attribute value, quotes stripped.
         value: String,
     },
 }

@@ -34,6 +34,7 @@ pub enum IssueKind {
 }
 
 impl IssueKind {
+    /// Short description used in log lines and in the `streams` table.
     pub fn name(self) -> &'static str {
         match self {
             IssueKind::BadProgram => "bad program",
@@ -55,11 +56,14 @@ impl IssueKind {
 /// Issues found in one step: a count per kind and the first example of each.
 #[derive(Debug, Clone, Default)]
 pub struct StepIssues {
+    /// Occurrences per kind.
     pub counts: BTreeMap<IssueKind, u64>,
+    /// Description of the first occurrence of each kind (array, row, values).
     pub first_example: BTreeMap<IssueKind, String>,
 }
 
 impl StepIssues {
+    /// Counts one occurrence; `example` is only built for the first one.
     pub fn record(&mut self, kind: IssueKind, example: impl FnOnce() -> String) {
         let c = self.counts.entry(kind).or_insert(0);
         *c += 1;
@@ -76,10 +80,12 @@ impl StepIssues {
         self.first_example.entry(kind).or_insert_with(example);
     }
 
+    /// True when nothing was counted.
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty()
     }
 
+    /// Occurrences of `kind` (0 when none).
     pub fn count(&self, kind: IssueKind) -> u64 {
         self.counts.get(&kind).copied().unwrap_or(0)
     }

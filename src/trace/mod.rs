@@ -3,7 +3,7 @@
 //! - [`source`]: the seam, the [`source::TraceSource`] trait the pipeline
 //!   reads steps through and the [`source::SourceOpener`] that opens the
 //!   streams of a run;
-//! - [`step`], [`dictionary`], [`issues`], [`format`]: the source-neutral
+//! - [`step`], [`dictionary`], [`issues`], [`format`](mod@format): the source-neutral
 //!   step data (rows, name definitions, reading issues) and the row layouts;
 //! - [`tau`]: TAU traces over ADIOS2, the first source; [`adios`] is the
 //!   thin safe layer over the ADIOS2 C API (the only `unsafe` of this room,

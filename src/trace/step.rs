@@ -9,16 +9,23 @@ use super::issues::StepIssues;
 /// absent or where the source has no such count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DeclaredCounts {
+    /// `timer_event_count`: function rows declared for the step.
     pub timer_events: Option<u64>,
+    /// `comm_count`: comm rows declared for the step.
     pub comm_events: Option<u64>,
+    /// `counter_event_count`: counter rows declared for the step.
     pub counter_events: Option<u64>,
     /// `timer_count`: functions defined so far.
     pub timers: Option<i64>,
     /// `counter_count`: counters defined so far.
     pub counters: Option<i64>,
+    /// `event_type_count`: event types defined so far.
     pub event_types: Option<i64>,
+    /// `thread_count`: threads seen so far.
     pub threads: Option<i64>,
+    /// `program_count`: programs defined so far.
     pub programs: Option<i64>,
+    /// `comm_rank_count`: size of the application's MPI communicator.
     pub comm_ranks: Option<i64>,
 }
 
@@ -36,10 +43,13 @@ pub struct TraceStep {
     pub funcs: Vec<FuncEvent>,
     /// Comm and counter rows as the stream has them, program column set.
     pub comms: Vec<CommRow>,
+    /// Counter rows as the stream has them, program column set.
     pub counters: Vec<CounterRow>,
     /// Attributes that became visible in this step (first step: all so far).
     pub new_attributes: Vec<Attribute>,
+    /// The counts the source declared for this step.
     pub declared: DeclaredCounts,
+    /// Rows rejected or repaired while reading the step, by kind.
     pub issues: StepIssues,
 }
 
@@ -48,10 +58,15 @@ pub struct TraceStep {
 /// ADIOS2 stream.
 #[derive(Debug, Clone, Default)]
 pub struct RawStep {
+    /// Step number, counted from 0.
     pub step: usize,
+    /// Function rows (`event_timestamps`).
     pub funcs: Vec<FuncRow>,
+    /// Comm rows (`comm_timestamps`).
     pub comms: Vec<CommRow>,
+    /// Counter rows (`counter_values`).
     pub counters: Vec<CounterRow>,
+    /// Attributes that became visible in this step.
     pub new_attributes: Vec<Attribute>,
 }
 

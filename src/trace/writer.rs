@@ -10,8 +10,11 @@ use super::format::*;
 /// One step's content.
 #[derive(Debug, Clone, Default)]
 pub struct StepData {
+    /// Function rows (`event_timestamps`).
     pub funcs: Vec<FuncRow>,
+    /// Comm rows (`comm_timestamps`).
     pub comms: Vec<CommRow>,
+    /// Counter rows (`counter_values`).
     pub counters: Vec<CounterRow>,
     /// Attributes to define in this step (key, value), e.g. `("timer 3", "foo")`.
     pub new_attributes: Vec<(String, String)>,
@@ -20,11 +23,18 @@ pub struct StepData {
 /// Definition totals TAU writes every step as int32 scalars.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DefinitionCounts {
+    /// `timer_count`: `timer <i>` attributes defined so far.
     pub timers: i32,
+    /// `counter_count`: `counter <i>` attributes defined so far.
     pub counters: i32,
+    /// `event_type_count`: `event_type <i>` attributes defined so far.
     pub event_types: i32,
+    /// `thread_count`: one more than the highest thread id written so far.
     pub threads: i32,
+    /// `program_count`: programs (always 1 for one stream).
     pub programs: i32,
+    /// `comm_rank_count`: size of the application's MPI communicator (left
+    /// at 0).
     pub comm_ranks: i32,
 }
 

@@ -19,8 +19,10 @@ use std::cmp::Ordering;
 pub struct U256(pub [u64; 4]);
 
 impl U256 {
+    /// Zero.
     pub const ZERO: U256 = U256([0; 4]);
 
+    /// The value of `v`, zero-extended.
     pub fn from_u128(v: u128) -> Self {
         U256([v as u64, (v >> 64) as u64, 0, 0])
     }
@@ -81,6 +83,7 @@ impl U256 {
         r
     }
 
+    /// The value as `f64` (rounded; deterministic).
     pub fn to_f64(&self) -> f64 {
         I512::from_u256(self).to_f64()
     }
@@ -97,8 +100,10 @@ impl U256 {
 pub struct I512(pub [u64; 8]);
 
 impl I512 {
+    /// Zero.
     pub const ZERO: I512 = I512([0; 8]);
 
+    /// The value of `v`, zero-extended.
     pub fn from_u128(v: u128) -> Self {
         let mut l = [0u64; 8];
         l[0] = v as u64;
@@ -106,20 +111,24 @@ impl I512 {
         I512(l)
     }
 
+    /// The value of `v`, zero-extended.
     pub fn from_u64(v: u64) -> Self {
         Self::from_u128(v as u128)
     }
 
+    /// The value of `v`, zero-extended (always non-negative).
     pub fn from_u256(v: &U256) -> Self {
         let mut l = [0u64; 8];
         l[..4].copy_from_slice(&v.0);
         I512(l)
     }
 
+    /// True when the sign bit is set.
     pub fn is_negative(&self) -> bool {
         (self.0[7] >> 63) == 1
     }
 
+    /// `self + o`, wrapping at 512 bits.
     pub fn add(&self, o: &I512) -> I512 {
         let mut r = [0u64; 8];
         let mut carry = 0u64;
@@ -132,6 +141,7 @@ impl I512 {
         I512(r)
     }
 
+    /// `-self` (two's complement).
     pub fn neg(&self) -> I512 {
         let mut inv = [0u64; 8];
         for (i, out) in inv.iter_mut().enumerate() {
@@ -140,6 +150,7 @@ impl I512 {
         I512(inv).add(&I512::from_u64(1))
     }
 
+    /// `self - o`, wrapping at 512 bits.
     pub fn sub(&self, o: &I512) -> I512 {
         self.add(&o.neg())
     }
@@ -176,6 +187,7 @@ impl I512 {
         }
     }
 
+    /// `self * k` (truncated to 512 bits, like [`I512::mul`]).
     pub fn mul_u64(&self, k: u64) -> I512 {
         self.mul(&I512::from_u64(k))
     }
@@ -194,6 +206,7 @@ impl I512 {
         }
     }
 
+    /// Sign of the value, as an ordering against zero.
     pub fn cmp_zero(&self) -> Ordering {
         if self.is_negative() {
             Ordering::Less
@@ -204,6 +217,7 @@ impl I512 {
         }
     }
 
+    /// Decimal digits, with a leading `-` when negative.
     pub fn to_decimal(&self) -> String {
         let mut l = self.abs_limbs();
         if l.iter().all(|&x| x == 0) {
@@ -236,13 +250,19 @@ impl I512 {
 /// state behind every statistic we report (mean, stddev, skewness, kurtosis).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ExactMoments {
+    /// Number of values.
     pub n: u64,
+    /// Σx.
     pub s1: u128,
+    /// Σx².
     pub s2: u128,
+    /// Σx³.
     pub s3: U256,
+    /// Σx⁴.
     pub s4: U256,
-    /// Valid only when `n > 0`.
+    /// Smallest value; valid only when `n > 0`.
     pub min: u64,
+    /// Largest value; valid only when `n > 0`.
     pub max: u64,
 }
 
@@ -250,6 +270,7 @@ pub struct ExactMoments {
 pub const MOMENT_SUM_WORDS: usize = 2 + 4 + 4 + 8 + 8;
 
 impl ExactMoments {
+    /// Adds one value (below 2^44, the range the sums are sized for).
     // Always inlined: called up to three times per execution (the model,
     // the inclusive and the exclusive profile).
     #[inline(always)]
@@ -300,10 +321,12 @@ impl ExactMoments {
         self.max = self.max.max(o.max);
     }
 
+    /// Number of values.
     pub fn count(&self) -> u64 {
         self.n
     }
 
+    /// Mean of the values; 0 when empty.
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             return 0.0;
@@ -326,6 +349,8 @@ impl ExactMoments {
         self.sums().variance(ddof)
     }
 
+    /// Standard deviation with `ddof` (the square root of
+    /// [`variance`](Self::variance)).
     pub fn stddev(&self, ddof: u64) -> f64 {
         self.variance(ddof).sqrt()
     }
@@ -456,15 +481,21 @@ impl PowerSums {
 /// below 2^44 µs) keep the narrower type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct WideMoments {
+    /// Number of values.
     pub n: u64,
+    /// Σx.
     pub s1: u128,
+    /// Σx².
     pub s2: U256,
+    /// Σx³.
     pub s3: U256,
-    /// Σx⁴ = s4 + s4_carry·2^256.
+    /// Low 256 bits of Σx⁴ (Σx⁴ = s4 + s4_carry·2^256).
     pub s4: U256,
+    /// Bits of Σx⁴ above 256 (see `s4`).
     pub s4_carry: u64,
-    /// Valid only when `n > 0`.
+    /// Smallest value; valid only when `n > 0`.
     pub min: u64,
+    /// Largest value; valid only when `n > 0`.
     pub max: u64,
 }
 
@@ -472,6 +503,7 @@ pub struct WideMoments {
 pub const WIDE_SUM_WORDS: usize = 2 + 4 + 8 + 8 + 8 + 2;
 
 impl WideMoments {
+    /// Adds one value (any `u64`).
     #[inline]
     pub fn push(&mut self, x: u64) {
         if self.n == 0 {
@@ -492,6 +524,7 @@ impl WideMoments {
         }
     }
 
+    /// Exact merge (integer sums; order never matters).
     pub fn merge(&mut self, o: &WideMoments) {
         if o.n == 0 {
             return;
@@ -512,6 +545,7 @@ impl WideMoments {
         self.max = self.max.max(o.max);
     }
 
+    /// Mean of the values; 0 when empty.
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             return 0.0;
@@ -531,18 +565,22 @@ impl WideMoments {
         }
     }
 
+    /// Variance with `ddof`; 0 when `n <= ddof`.
     pub fn variance(&self, ddof: u64) -> f64 {
         self.sums().variance(ddof)
     }
 
+    /// Standard deviation with `ddof`.
     pub fn stddev(&self, ddof: u64) -> f64 {
         self.variance(ddof).sqrt()
     }
 
+    /// Population skewness g1; 0 if all values are equal.
     pub fn skewness(&self) -> f64 {
         self.sums().skewness()
     }
 
+    /// Excess population kurtosis; 0 if all values are equal.
     pub fn kurtosis(&self) -> f64 {
         self.sums().kurtosis()
     }

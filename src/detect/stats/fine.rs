@@ -63,6 +63,7 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Adds `c` to the count of `bucket` (growing the window if needed).
     #[inline]
     pub fn add(&mut self, bucket: usize, c: u64) {
         if bucket < self.offset || bucket >= self.offset + self.counts.len() {
@@ -98,6 +99,7 @@ impl Counts {
         self.counts = counts;
     }
 
+    /// The count of `bucket` (0 outside the window).
     pub fn get(&self, bucket: usize) -> u64 {
         bucket
             .checked_sub(self.offset)
@@ -146,7 +148,9 @@ impl Eq for Counts {}
 /// A function's exact histogram: bucket counts plus exact moments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FineHist {
+    /// Exact count, power sums, min and max of the runtimes (µs).
     pub moments: ExactMoments,
+    /// Executions per log-linear bucket (see [`bucket_of`]).
     pub counts: Counts,
 }
 
@@ -158,6 +162,7 @@ impl FineHist {
         self.counts.add(bucket_of(x), 1);
     }
 
+    /// Number of runtimes in the histogram.
     pub fn count(&self) -> u64 {
         self.moments.n
     }
@@ -224,11 +229,14 @@ impl FineHist {
 /// exact moments and its non-zero buckets.
 #[derive(Debug, Clone, Default)]
 pub struct StepDelta {
+    /// The step's exact moments of the function's runtimes, over all ranks.
     pub moments: ExactMoments,
+    /// The step's non-zero buckets as `(bucket, count)`, increasing.
     pub buckets: Vec<(usize, u64)>,
 }
 
 impl StepDelta {
+    /// Number of runtimes the step added.
     pub fn count(&self) -> u64 {
         self.moments.n
     }
@@ -255,6 +263,7 @@ enum Round {
 /// [`FineModel::global`] after each merge.
 #[derive(Debug, Clone, Default)]
 pub struct FineModel {
+    /// The global histogram of each function (identical on every rank).
     pub global: Vec<FineHist>,
     partial: Vec<FineHist>,
     round: Round,
@@ -266,7 +275,9 @@ pub struct FineModel {
 /// How much of the round-2 payload a function caused so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Traffic {
+    /// Steps in which the function had data.
     pub steps: u64,
+    /// Bucket groups whose counts were reduced for it, over those steps.
     pub groups: u64,
 }
 
@@ -274,6 +285,7 @@ pub struct Traffic {
 pub const ROUND1_SUM_WORDS: usize = MOMENT_SUM_WORDS;
 
 impl FineModel {
+    /// Makes room for functions `0..n`.
     pub fn ensure_functions(&mut self, n: usize) {
         if self.global.len() < n {
             self.global.resize_with(n, FineHist::default);
@@ -282,6 +294,8 @@ impl FineModel {
         }
     }
 
+    /// Adds one runtime (µs) of `function` to this rank's partial of the
+    /// step (ignored for a function beyond [`FineModel::ensure_functions`]).
     #[inline]
     pub fn observe(&mut self, function: u32, value: u64) {
         if let Some(h) = self.partial.get_mut(function as usize) {

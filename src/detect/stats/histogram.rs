@@ -28,6 +28,7 @@ pub enum BinPos {
     Left,
     /// Above the last edge (beyond the tolerance).
     Right,
+    /// Inside bin `b` (or within the tolerance of the outer edges).
     In(usize),
 }
 
@@ -49,14 +50,21 @@ pub enum BinWidth {
 /// Why a histogram could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HistogramError {
+    /// No value to build it from.
     #[error("no data")]
     Empty,
+    /// A value (or extreme) is NaN or infinite.
     #[error("value {0} is not finite")]
     NotFinite(f64),
+    /// The bin width is zero, negative or not finite.
     #[error("invalid bin width {0}")]
     BadWidth(f64),
+    /// The grid would need fewer than 1 or more than 10^8 bins (the
+    /// number computed).
     #[error("too many bins ({0})")]
     TooManyBins(f64),
+    /// Parts that do not fit together (min outside bin 0, edges not
+    /// reaching max), or a value outside its own histogram.
     #[error("inconsistent histogram: {0}")]
     Inconsistent(String),
 }
@@ -130,8 +138,12 @@ impl BinWidth {
 /// edge of the last bin is `max` exactly.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Histogram {
+    /// Count of each bin.
     pub counts: Vec<u64>,
+    /// Lower edge of bin 0, just below `min` (by [`LOWER_SHIFT`]`·bin_width`
+    /// on the reference's grid).
     pub start: f64,
+    /// Width of every bin.
     pub bin_width: f64,
     /// Smallest value (inside bin 0).
     pub min: f64,
@@ -237,10 +249,12 @@ impl Histogram {
         })
     }
 
+    /// Number of bins.
     pub fn nbin(&self) -> usize {
         self.counts.len()
     }
 
+    /// Sum of the counts.
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()
     }
@@ -364,7 +378,7 @@ impl Histogram {
     }
 
     /// Skewness over bin midpoints with the reference's estimator
-    /// `N/(N−1)·(E[x³] − 3E[x²]μ + 2μ³)/var^1.5`, var = E[x²] − μ².
+    /// `N/(N−1)·(E[x³] − 3E[x²]μ + 2μ³)/var^1.5`, with `var = E[x²] − μ²`.
     pub fn skewness(&self) -> f64 {
         let (mut n, mut s1, mut s2, mut s3) = (0u64, 0.0f64, 0.0f64, 0.0f64);
         for (b, &c) in self.counts.iter().enumerate() {
@@ -475,6 +489,7 @@ enum PieceKind {
 }
 
 impl Piece {
+    /// `count` spread uniformly over the real interval `(lo, hi]`.
     pub fn span(lo: f64, hi: f64, count: f64) -> Self {
         Piece {
             kind: PieceKind::Span { lo, hi },
@@ -482,6 +497,8 @@ impl Piece {
         }
     }
 
+    /// `count` spread uniformly over the integers `lo..=hi` (a fine bucket
+    /// of integer microseconds).
     pub fn integers(lo: u64, hi: u64, count: u64) -> Self {
         Piece {
             kind: PieceKind::Integers { lo, hi },
@@ -489,6 +506,7 @@ impl Piece {
         }
     }
 
+    /// `count` values all equal to `v`.
     pub fn point(v: f64, count: f64) -> Self {
         Piece {
             kind: PieceKind::Point(v),

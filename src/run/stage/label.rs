@@ -20,7 +20,7 @@ impl Pipeline<'_> {
             ..
         } = &mut self.state;
         let judge = |e: &_| judge(filter, detector.as_ref(), opts.use_inclusive, e);
-        let late = held.judge_held(step, &judge, &mut work.labels);
+        let late = held.judge_held(step, judge, &mut work.labels);
         self.outputs.late_labels(&late, names);
         for &i in &work.active {
             let s = &mut streams[i];
