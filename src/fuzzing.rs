@@ -37,6 +37,10 @@
 //! [`EventOptions`] limits; bit 3 hides some local indices from the
 //! [`IndexMap`] (names agreed a step late). `param` picks the expected rank
 //! (`param % 4`), the program index and which indices bit 3 hides.
+//!
+//! This file is long because it is the whole harness of the fuzz targets:
+//! input decoding, the reference oracle it checks against, and its tests.
+//! It is behind the `fuzzing` feature, not part of the library users link.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

@@ -42,9 +42,7 @@
 //! use chimbuko_mpi::run::options::RunOptions;
 //! use chimbuko_mpi::trace::adios::Engine;
 //!
-//! let opts = RunOptions {
-//!     inputs: vec!["traces/tau-metrics-app-{rank}.bp".into()],
-//!     engine: Engine::BP5,
+//! let mut opts = RunOptions {
 //!     detector: DetectorSettings {
 //!         algorithm: Algorithm::Sstd,
 //!         sigma: 6.0,
@@ -53,6 +51,8 @@
 //!     out: Some("provenance.h5".into()),
 //!     ..Default::default()
 //! };
+//! opts.inputs.inputs = vec!["traces/tau-metrics-app-{rank}.bp".into()];
+//! opts.inputs.engine = Engine::BP5;
 //! chimbuko_mpi::run::run_on_mpi(&opts)?;
 //! # Ok::<(), anyhow::Error>(())
 //! ```

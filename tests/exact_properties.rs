@@ -12,7 +12,7 @@
 //!   computation.
 
 use chimbuko_mpi::detect::stats::exact::{
-    ExactMoments, WideMoments, MOMENT_SUM_WORDS, U256, WIDE_SUM_WORDS,
+    ExactMoments, Moments, WideMoments, MOMENT_SUM_WORDS, U256, WIDE_SUM_WORDS,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -41,8 +41,8 @@ fn counter_value() -> impl Strategy<Value = u64> + Clone {
 }
 
 /// The operations both moment types share, so each property is written
-/// once.
-trait Moments: Copy + Default + PartialEq + std::fmt::Debug {
+/// once (the derived statistics come from the library's `Moments`).
+trait MomentKind: Moments + Copy + Default + PartialEq + std::fmt::Debug {
     const WORDS: usize;
     fn push(&mut self, x: u64);
     fn merge(&mut self, o: &Self);
@@ -51,15 +51,11 @@ trait Moments: Copy + Default + PartialEq + std::fmt::Debug {
     fn sum_words(&self, out: &mut Vec<u64>);
     fn from_words(words: &[u64], min: u64, max: u64) -> Self;
     fn mean(&self) -> f64;
-    fn variance(&self, ddof: u64) -> f64;
-    fn stddev(&self, ddof: u64) -> f64;
-    fn skewness(&self) -> f64;
-    fn kurtosis(&self) -> f64;
 }
 
 macro_rules! moments_impl {
     ($t:ty, $words:expr) => {
-        impl Moments for $t {
+        impl MomentKind for $t {
             const WORDS: usize = $words;
             fn push(&mut self, x: u64) {
                 <$t>::push(self, x)
@@ -82,18 +78,6 @@ macro_rules! moments_impl {
             fn mean(&self) -> f64 {
                 <$t>::mean(self)
             }
-            fn variance(&self, ddof: u64) -> f64 {
-                <$t>::variance(self, ddof)
-            }
-            fn stddev(&self, ddof: u64) -> f64 {
-                <$t>::stddev(self, ddof)
-            }
-            fn skewness(&self) -> f64 {
-                <$t>::skewness(self)
-            }
-            fn kurtosis(&self) -> f64 {
-                <$t>::kurtosis(self)
-            }
         }
     };
 }
@@ -101,14 +85,14 @@ macro_rules! moments_impl {
 moments_impl!(ExactMoments, MOMENT_SUM_WORDS);
 moments_impl!(WideMoments, WIDE_SUM_WORDS);
 
-fn of<M: Moments>(xs: impl IntoIterator<Item = u64>) -> M {
+fn of<M: MomentKind>(xs: impl IntoIterator<Item = u64>) -> M {
     let mut m = M::default();
     xs.into_iter().for_each(|x| m.push(x));
     m
 }
 
 /// The bits of every statistic we report.
-fn stat_bits<M: Moments>(m: &M) -> [u64; 6] {
+fn stat_bits<M: MomentKind>(m: &M) -> [u64; 6] {
     [
         m.mean().to_bits(),
         m.variance(0).to_bits(),
@@ -130,7 +114,7 @@ fn partition(data: &[(u64, usize)], parts: usize) -> Vec<Vec<u64>> {
 
 /// Merges `partials` pairwise in the tree shape `picks` describes: each
 /// pick names the partial that absorbs its right neighbour.
-fn tree_merge<M: Moments>(mut partials: Vec<M>, picks: &[Index]) -> M {
+fn tree_merge<M: MomentKind>(mut partials: Vec<M>, picks: &[Index]) -> M {
     let mut k = 0;
     while partials.len() > 1 {
         let i = picks.get(k).map_or(0, |p| p.index(partials.len() - 1));
@@ -143,7 +127,7 @@ fn tree_merge<M: Moments>(mut partials: Vec<M>, picks: &[Index]) -> M {
 
 /// Any partition, merged in the order `order` (a permutation of the
 /// parts) and in an arbitrary tree, gives the whole data set's state.
-fn check_partition_invariance<M: Moments>(
+fn check_partition_invariance<M: MomentKind>(
     data: &[(u64, usize)],
     order: &[usize],
     picks: &[Index],
@@ -167,7 +151,7 @@ fn check_partition_invariance<M: Moments>(
 }
 
 /// Merging an empty partial, on either side, changes nothing.
-fn check_empty_identity<M: Moments>(xs: &[u64]) -> Result<(), TestCaseError> {
+fn check_empty_identity<M: MomentKind>(xs: &[u64]) -> Result<(), TestCaseError> {
     let m: M = of(xs.iter().copied());
     let mut right = m;
     right.merge(&M::default());
@@ -183,7 +167,7 @@ fn check_empty_identity<M: Moments>(xs: &[u64]) -> Result<(), TestCaseError> {
 /// MPI `SUM` adds them element-wise as `u64`, and MIN/MAX reduce the
 /// extremes, where an empty rank sends `u64::MAX` / `0` so that it cannot
 /// win (as `detect::sstd` and `output::stats` do).
-fn reduce_like_mpi<M: Moments>(ranks: &[M]) -> M {
+fn reduce_like_mpi<M: MomentKind>(ranks: &[M]) -> M {
     let mut sum = vec![0u64; M::WORDS];
     let (mut min, mut max) = (u64::MAX, 0u64);
     for m in ranks {
@@ -206,7 +190,7 @@ fn reduce_like_mpi<M: Moments>(ranks: &[M]) -> M {
     M::from_words(&sum, min, max)
 }
 
-fn check_reduction<M: Moments>(ranks: &[M]) -> Result<(), TestCaseError> {
+fn check_reduction<M: MomentKind>(ranks: &[M]) -> Result<(), TestCaseError> {
     let mut direct = M::default();
     ranks.iter().for_each(|m| direct.merge(m));
     let reduced = reduce_like_mpi(ranks);
@@ -247,7 +231,7 @@ fn two_pass(xs: &[u64]) -> (f64, f64, f64, f64, f64) {
     (mean, m2, var1, skew, kurt)
 }
 
-fn check_against_two_pass<M: Moments>(xs: &[u64]) -> Result<(), TestCaseError> {
+fn check_against_two_pass<M: MomentKind>(xs: &[u64]) -> Result<(), TestCaseError> {
     let m: M = of(xs.iter().copied());
     let (mean, var0, var1, skew, kurt) = two_pass(xs);
     prop_assert!(
@@ -351,7 +335,7 @@ fn wide_partial(ranks: u64) -> impl Strategy<Value = WideMoments> {
 }
 
 /// 1..=64 simulated ranks, each with a partial from `partial(ranks)`.
-fn ranks_of<M: Moments, S: Strategy<Value = M>>(
+fn ranks_of<M: MomentKind, S: Strategy<Value = M>>(
     partial: impl Fn(u64) -> S,
 ) -> impl Strategy<Value = Vec<M>> {
     (1u64..=64).prop_flat_map(move |r| prop::collection::vec(partial(r), r as usize))

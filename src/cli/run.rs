@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use chimbuko_mpi::detect::choice::{Algorithm, DetectorSettings};
 use chimbuko_mpi::run::options::{seconds, RunOptions, Setting};
 use chimbuko_mpi::trace::adios::Engine;
+use chimbuko_mpi::trace::tau::streams::TauInputs;
 
 /// Command-line options of `run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -186,14 +187,16 @@ impl RunArgs {
     /// from (see `settings`).
     pub fn into_options(self, settings: Vec<Setting>) -> RunOptions {
         RunOptions {
-            inputs: self.inputs,
-            binaries: self.binaries,
-            trace_dir: self.trace_dir,
-            prefix: self.prefix,
-            app_ranks: self.app_ranks,
-            program_idx: self.program_idx,
-            engine: self.engine,
-            open_timeout: seconds(self.open_timeout),
+            inputs: TauInputs {
+                inputs: self.inputs,
+                binaries: self.binaries,
+                trace_dir: self.trace_dir,
+                prefix: self.prefix,
+                app_ranks: self.app_ranks,
+                program_idx: self.program_idx,
+                engine: self.engine,
+                open_timeout: seconds(self.open_timeout),
+            },
             step_timeout: seconds(self.step_timeout),
             max_steps: self.max_steps,
             prefetch: self.prefetch,

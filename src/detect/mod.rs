@@ -29,6 +29,7 @@ pub mod sstd;
 pub mod stats;
 
 use serde::Serialize;
+use stats::exact::Moments;
 
 /// A partial model in reducible form: `sum` words are added over ranks,
 /// `min` words take the minimum, `max` words the maximum and `or` words the

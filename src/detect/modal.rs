@@ -34,6 +34,8 @@
 //! Executions far from every normal mode are anomalies, whether they sit
 //! between two modes, beyond the slowest, in a small cluster of their own
 //! or in a sparse tail; a log-normal tail stays normal.
+//!
+//! This file is long because of its unit tests (the last fifth of it).
 
 use super::binned::{BinnedDetector, Kernel};
 use super::stats::fine::{bucket_bounds, FineHist, StepDelta};

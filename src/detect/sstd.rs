@@ -4,6 +4,7 @@
 //! `|x − mean| / stddev`; the model is exact integer power sums, so mean and
 //! stddev are bit-identical on every rank for any number of ranks.
 
+use super::stats::exact::Moments;
 use super::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use super::{fnv1a, moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 

@@ -26,6 +26,10 @@
 //! whatever thread they belong to. Since rows are replayed in array order the
 //! running count is that ordinal; it never depends on comm/counter rows,
 //! on the [`IndexMap`] or on broken rows elsewhere.
+//!
+//! This file is long because the replay is one algorithm over one
+//! per-thread state: ENTRY, EXIT (with the implicit closes), comm, counter
+//! and GPU rows all update the same stacks and read best together.
 
 use std::collections::HashMap;
 

@@ -1,5 +1,6 @@
 //! The provenance file: one HDF5 file shared by all AD ranks through
-//! parallel HDF5 (MPI-IO). The only code that calls HDF5.
+//! parallel HDF5 (MPI-IO). With `read` (which reads files back), the only
+//! code that calls HDF5.
 //!
 //! Rules of parallel HDF5 this module follows:
 //! - every rank makes the same metadata calls in the same order (create,

@@ -15,32 +15,12 @@ use serde_json::{json, Value};
 use super::records::*;
 use super::COLLECTIONS;
 
-/// One collection of records with its companion tables.
-pub struct LoadedCollection {
-    /// The `records` table: one row per kept execution.
-    pub records: Vec<ExecRecord>,
-    /// The `call_stack` table.
-    pub call_stack: Vec<CallStackRow>,
-    /// The `counter_events` table.
-    pub counter_events: Vec<CounterEventRow>,
-    /// The `exec_window` table.
-    pub exec_window: Vec<ExecWindowRow>,
-    /// The `comm_window` table.
-    pub comm_window: Vec<CommWindowRow>,
-    /// The `gpu_location` table.
-    pub gpu_location: Vec<GpuLocationRow>,
-    /// The `gpu_parent` table.
-    pub gpu_parent: Vec<GpuParentRow>,
-    /// The `node_state` table.
-    pub node_state: Vec<NodeStateRow>,
-}
-
 /// Everything in a provenance file.
 pub struct Provenance {
     /// Root attributes (`schema_version`, `algorithm`, ...), as text.
     pub attrs: BTreeMap<String, String>,
     /// `anomalies/` then `normal_execs/` (the order of [`COLLECTIONS`]).
-    pub collections: Vec<LoadedCollection>,
+    pub collections: Vec<CollectionTables>,
     /// The `functions` table (full names by global index).
     pub functions: Vec<FunctionRow>,
     /// The `counters` table (full names by global index).
@@ -98,7 +78,7 @@ impl Provenance {
         }
         let mut collections = Vec::new();
         for c in COLLECTIONS {
-            collections.push(LoadedCollection {
+            collections.push(CollectionTables {
                 records: table(&f, &format!("{c}/records"))?,
                 call_stack: table(&f, &format!("{c}/call_stack"))?,
                 counter_events: table(&f, &format!("{c}/counter_events"))?,

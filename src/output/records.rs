@@ -15,6 +15,10 @@
 //! companion tables: each companion row names its record (`record`, the
 //! row index in the collection's `records` table), and each record holds the
 //! `*_start`/`*_len` of its rows in each companion table.
+//!
+//! This file is long because it declares every table of the file with each
+//! column documented: the whole layout in one place, beside
+//! `docs/provenance-schema.md`.
 
 use hdf5::types::FixedUnicode;
 use hdf5::H5Type;
@@ -780,4 +784,48 @@ pub struct PerfRow {
     pub status: f64,
     /// Resident memory of the AD rank at the end of the step (MiB).
     pub rss_mb: f64,
+}
+
+/// One collection of records (`anomalies` or `normal_execs`) with its
+/// companion tables. While a run buffers them (`collect`), companion rows
+/// name their record by its index in `records` and records name their
+/// companion rows by index, both local to the buffer, and the writer shifts
+/// them to file rows; read back from a file (`read`), they are file rows.
+#[derive(Debug, Default)]
+pub struct CollectionTables {
+    /// Rows of the `records` table.
+    pub records: Vec<ExecRecord>,
+    /// Rows of the `call_stack` table.
+    pub call_stack: Vec<CallStackRow>,
+    /// Rows of the `counter_events` table.
+    pub counter_events: Vec<CounterEventRow>,
+    /// Rows of the `exec_window` table.
+    pub exec_window: Vec<ExecWindowRow>,
+    /// Rows of the `comm_window` table.
+    pub comm_window: Vec<CommWindowRow>,
+    /// Rows of the `gpu_location` table.
+    pub gpu_location: Vec<GpuLocationRow>,
+    /// Rows of the `gpu_parent` table.
+    pub gpu_parent: Vec<GpuParentRow>,
+    /// Rows of the `node_state` table.
+    pub node_state: Vec<NodeStateRow>,
+}
+
+impl CollectionTables {
+    /// True when no record is waiting to be written.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Drops every row (after they were written).
+    pub fn clear(&mut self) {
+        *self = CollectionTables::default();
+    }
+
+    /// Functions of the records added since `from` (for model snapshots).
+    pub fn functions_since(&self, from: usize) -> impl Iterator<Item = u32> + '_ {
+        self.records[from.min(self.records.len())..]
+            .iter()
+            .map(|r| r.fid)
+    }
 }

@@ -17,6 +17,7 @@ use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, WIDE_SUM_WORDS};
 
 use super::records::RunStatsRow;
+use crate::detect::stats::exact::Moments;
 
 /// Scores are kept as integer thousandths in the anomaly metrics.
 pub const SCORE_SCALE: f64 = 1000.0;

@@ -3,6 +3,11 @@
 //! `--flush-steps` steps and at the end, together with the global tables
 //! (functions, statistics, models), and re-judges the stored records
 //! against the final model at the end of the run.
+//!
+//! This file is long because the collective write is one protocol: every
+//! rank must make the same HDF5 calls in the same order (offsets, appends,
+//! global tables, the re-judgement, attributes), and one file keeps that
+//! order visible.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,8 +20,8 @@ use crate::events::names::GlobalNames;
 
 use super::{label_code, COLLECTIONS};
 
-use super::collect::Collection;
 use super::hdf5file::{FileAttr, ProvenanceFile};
+use super::records::CollectionTables;
 use super::records::*;
 use super::stats::GlobalStats;
 
@@ -34,7 +39,7 @@ const COMPANIONS: [&str; 7] = [
 /// A record kept for the end-of-run re-evaluation.
 #[derive(Debug, Clone, Copy)]
 struct StoredRecord {
-    /// Collection (0 anomalies, 1 normal_execs) and row in its records.
+    /// CollectionTables (0 anomalies, 1 normal_execs) and row in its records.
     collection: u8,
     row: u64,
     fid: u32,
@@ -53,7 +58,7 @@ struct StoredRecord {
 pub struct ProvenanceWriter {
     file: ProvenanceFile,
     /// Records not yet written: `anomalies`, then `normal_execs`.
-    pub collections: [Collection; 2],
+    pub collections: [CollectionTables; 2],
     /// Rows of the `metadata` table not yet written.
     pub metadata: Vec<MetadataRow>,
     /// Rows of the `steps` table not yet written.
@@ -107,7 +112,7 @@ impl ProvenanceWriter {
         file.create_table::<u64>("model_params_hist")?;
         Ok(ProvenanceWriter {
             file,
-            collections: [Collection::default(), Collection::default()],
+            collections: [CollectionTables::default(), CollectionTables::default()],
             metadata: Vec::new(),
             steps: Vec::new(),
             perf: Vec::new(),
@@ -136,7 +141,7 @@ impl ProvenanceWriter {
     }
 
     /// Collections to add this step's records to.
-    pub fn collections_mut(&mut self) -> (&mut Collection, &mut Collection) {
+    pub fn collections_mut(&mut self) -> (&mut CollectionTables, &mut CollectionTables) {
         let [a, n] = &mut self.collections;
         (a, n)
     }
@@ -571,7 +576,7 @@ impl ProvenanceWriter {
 }
 
 /// Moves local row references to file rows.
-fn shift(c: &mut Collection, rec_base: u64, base: &[u64]) {
+fn shift(c: &mut CollectionTables, rec_base: u64, base: &[u64]) {
     for r in &mut c.records {
         r.call_stack_start += base[0];
         r.counter_events_start += base[1];

@@ -87,7 +87,7 @@ pub fn root_attributes(
         "flush_steps": opts.flush_steps,
         "final_relabel": opts.final_relabel,
         "max_stored_anomalies": opts.max_stored_anomalies,
-        "engine": opts.engine.to_string(),
+        "engine": opts.inputs.engine.to_string(),
     });
     vec![
         (

@@ -30,7 +30,6 @@ use std::sync::Arc;
 
 use crate::collectives::Collectives;
 use crate::trace::source::SourceOpener;
-use crate::trace::tau::streams::TauInputs;
 use crate::trace::tau::TauSources;
 use options::RunOptions;
 use pipeline::Pipeline;
@@ -43,16 +42,7 @@ use timings::Stage;
 pub fn run_on_mpi(opts: &RunOptions) -> anyhow::Result<()> {
     let coll = Collectives::init()?;
     let sources = Arc::new(TauSources {
-        inputs: TauInputs {
-            inputs: opts.inputs.clone(),
-            binaries: opts.binaries.clone(),
-            trace_dir: opts.trace_dir.clone(),
-            prefix: opts.prefix.clone(),
-            app_ranks: opts.app_ranks.clone(),
-            program_idx: opts.program_idx.clone(),
-            engine: opts.engine,
-            open_timeout: opts.open_timeout,
-        },
+        inputs: opts.inputs.clone(),
         report_issues: !opts.quiet,
     });
     let result = run(&coll, opts, sources);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::detect::choice::DetectorSettings;
-use crate::trace::adios::Engine;
+use crate::trace::tau::streams::TauInputs;
 
 /// Where one setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -54,22 +54,9 @@ pub struct Setting {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     // --- inputs ---
-    /// Stream path patterns with `{rank}` (and optionally `{binary}`).
-    pub inputs: Vec<String>,
-    /// Binary name(s), one per program of the workflow.
-    pub binaries: Vec<String>,
-    /// Directory of the streams when no input pattern is given.
-    pub trace_dir: PathBuf,
-    /// Stream name prefix when no input pattern is given.
-    pub prefix: String,
-    /// Application ranks per input (one value, or one per input).
-    pub app_ranks: Vec<u64>,
-    /// Program index of each input.
-    pub program_idx: Vec<u32>,
-    /// ADIOS2 engine of the streams.
-    pub engine: Engine,
-    /// How long to wait for each stream to appear.
-    pub open_timeout: Duration,
+    /// Which streams (`--input`, `--binary`, `--trace-dir`, `--prefix`,
+    /// `--app-ranks`, `--program-idx`), their engine and open time-out.
+    pub inputs: TauInputs,
     /// How long without a new step before a stream counts as stalled.
     pub step_timeout: Duration,
     /// Stop after this many steps.
@@ -144,14 +131,12 @@ impl Default for RunOptions {
     /// The defaults of the `run` flags, with no input.
     fn default() -> Self {
         RunOptions {
-            inputs: Vec::new(),
-            binaries: Vec::new(),
-            trace_dir: PathBuf::from("."),
-            prefix: "tau-metrics".into(),
-            app_ranks: Vec::new(),
-            program_idx: Vec::new(),
-            engine: Engine::BPFile,
-            open_timeout: Duration::from_secs(60),
+            inputs: TauInputs {
+                trace_dir: PathBuf::from("."),
+                prefix: "tau-metrics".into(),
+                open_timeout: Duration::from_secs(60),
+                ..Default::default()
+            },
             step_timeout: Duration::from_secs(300),
             max_steps: None,
             prefetch: false,

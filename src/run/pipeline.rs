@@ -268,7 +268,7 @@ fn announce(coll: &Collectives, opts: &RunOptions, streams: usize) {
     eprintln!(
         "run: {streams} stream(s) on {} AD rank(s), engine {}, algorithm {}",
         coll.size(),
-        opts.engine,
+        opts.inputs.engine,
         opts.detector.algorithm
     );
     if coll.world_size() > coll.size() {

@@ -136,7 +136,7 @@ impl OwnedStream {
             return Ok(());
         };
         // The thread itself waits up to the open timeout; allow it a margin.
-        let limit = opts.open_timeout + Duration::from_secs(30);
+        let limit = opts.inputs.open_timeout + Duration::from_secs(30);
         match reader.wait(limit, &|| signals::received().is_some()) {
             Waited::Opened | Waited::Interrupted => Ok(()),
             Waited::Failed(e) if e.is_not_found() => Err(anyhow::Error::new(e))

@@ -1,9 +1,14 @@
 //! Safe layer over the ADIOS2 C API.
 //!
-//! This module is the only place in the crate with `unsafe` code: it owns the
+//! This module is the only caller of ADIOS2 and the only `unsafe` code of the
+//! trace room (libc's is in `sys`, one MPI query in `collectives`): it owns the
 //! raw ADIOS2 handles and exposes streams as [`StreamReader`] and
 //! [`StreamWriter`] values that close themselves on drop. Everything above it
 //! (the TAU reader, `synth`, `dump`) works with plain Rust types.
+//!
+//! This file is long because it is the whole safe layer over one C API:
+//! every `unsafe` call of the trace room stays in one file, so that the
+//! invariants it relies on are checked in one place.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -346,6 +351,14 @@ pub struct StreamReader {
 }
 
 impl StreamReader {
+    /// An [`AdiosError::Invalid`] about this stream.
+    fn invalid(&self, msg: String) -> AdiosError {
+        AdiosError::Invalid {
+            path: self.path.clone(),
+            msg,
+        }
+    }
+
     /// Opens `path` for streaming read with `engine`, waiting up to
     /// `opts.open_timeout` for the writer to create it.
     pub fn open(path: &Path, engine: Engine, opts: &ReadOptions) -> Result<Self> {
@@ -524,10 +537,9 @@ impl StreamReader {
             ScalarType::I64 => i64::from_ne_bytes(buf) as i128,
             ScalarType::U64 => u64::from_ne_bytes(buf) as i128,
             ScalarType::Other(code) => {
-                return Err(AdiosError::Invalid {
-                    path: self.path.clone(),
-                    msg: format!("variable {name} has non-integer ADIOS2 type {code}"),
-                })
+                return Err(self.invalid(format!(
+                    "variable {name} has non-integer ADIOS2 type {code}"
+                )))
             }
         };
         Ok(Some(v))
@@ -623,17 +635,13 @@ impl StreamReader {
         };
         let t = self.variable_type(var, name)?;
         if !matches!(t, ScalarType::U64 | ScalarType::I64) {
-            return Err(AdiosError::Invalid {
-                path: self.path.clone(),
-                msg: format!("variable {name} has type {t:?}, expected uint64"),
-            });
+            return Err(self.invalid(format!("variable {name} has type {t:?}, expected uint64")));
         }
         let shape = self.shape(name)?.unwrap_or_default();
         if shape.len() != 2 || shape[1] != W || shape[0] < n {
-            return Err(AdiosError::Invalid {
-                path: self.path.clone(),
-                msg: format!("variable {name} has shape {shape:?}, expected [>= {n}, {W}]"),
-            });
+            return Err(self.invalid(format!(
+                "variable {name} has shape {shape:?}, expected [>= {n}, {W}]"
+            )));
         }
         Ok(Some(var))
     }

@@ -34,6 +34,20 @@ pub enum IssueKind {
 }
 
 impl IssueKind {
+    /// Whether an issue of this kind removes the row (the others repair or
+    /// only count it).
+    pub fn drops_row(self) -> bool {
+        matches!(
+            self,
+            IssueKind::BadProgram
+                | IssueKind::BadRank
+                | IssueKind::BadThread
+                | IssueKind::BadEventType
+                | IssueKind::UnknownFunction
+                | IssueKind::UnknownCounter
+        )
+    }
+
     /// Short description used in log lines and in the `streams` table.
     pub fn name(self) -> &'static str {
         match self {
@@ -92,18 +106,11 @@ impl StepIssues {
 
     /// Rows dropped (issues that remove a row).
     pub fn dropped_rows(&self) -> u64 {
-        use IssueKind::*;
-        [
-            BadProgram,
-            BadRank,
-            BadThread,
-            BadEventType,
-            UnknownFunction,
-            UnknownCounter,
-        ]
-        .iter()
-        .map(|k| self.count(*k))
-        .sum()
+        self.counts
+            .iter()
+            .filter(|(k, _)| k.drops_row())
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// One line for the log: `stream: step s: 3 unknown function index (first: ...); ...`.

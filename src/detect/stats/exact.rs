@@ -11,6 +11,10 @@
 //! Widths: runtimes are below 2^44 µs (200 days) and counts below 2^40, so
 //! Σx < 2^84, Σx² < 2^128, Σx³ and Σx⁴ fit in 256 bits. Central moments are
 //! formed exactly in 512-bit signed arithmetic before the one conversion.
+//!
+//! This file is long because the wide-integer arithmetic (`U256`, `I512`)
+//! and both moment kinds belong together — the moments are exact only
+//! through it — and because of its unit tests.
 
 use std::cmp::Ordering;
 
@@ -334,37 +338,6 @@ impl ExactMoments {
         self.s1 as f64 / self.n as f64
     }
 
-    fn sums(&self) -> PowerSums {
-        PowerSums {
-            n: self.n,
-            s1: I512::from_u128(self.s1),
-            s2: I512::from_u128(self.s2),
-            s3: I512::from_u256(&self.s3),
-            s4: I512::from_u256(&self.s4),
-        }
-    }
-
-    /// Variance with `ddof` (Chimbuko uses 1); 0 when `n <= ddof`.
-    pub fn variance(&self, ddof: u64) -> f64 {
-        self.sums().variance(ddof)
-    }
-
-    /// Standard deviation with `ddof` (the square root of
-    /// [`variance`](Self::variance)).
-    pub fn stddev(&self, ddof: u64) -> f64 {
-        self.variance(ddof).sqrt()
-    }
-
-    /// Population skewness g1 = √n·M3 / M2^{3/2}; 0 if all values are equal.
-    pub fn skewness(&self) -> f64 {
-        self.sums().skewness()
-    }
-
-    /// Excess population kurtosis n·M4 / M2² − 3; 0 if all values are equal.
-    pub fn kurtosis(&self) -> f64 {
-        self.sums().kurtosis()
-    }
-
     /// Appends the SUM-reducible part as 32-bit limbs in u64 words, so that
     /// an MPI `SUM` over ranks cannot overflow a word (carries are resolved
     /// by [`from_words`](Self::from_words)).
@@ -378,12 +351,8 @@ impl ExactMoments {
 
     /// Rebuilds from reduced words plus the reduced min and max.
     pub fn from_words(words: &[u64], min: u64, max: u64) -> ExactMoments {
-        let mut pos = 0;
-        let mut take = |n64: usize| -> Vec<u64> {
-            let v = fold_limbs32(&words[pos..pos + 2 * n64], n64);
-            pos += 2 * n64;
-            v
-        };
+        let mut limbs = Limbs32 { words, pos: 0 };
+        let mut take = |n64: usize| limbs.take(n64);
         let n = take(1)[0];
         let s1 = take(2);
         let s2 = take(2);
@@ -401,10 +370,9 @@ impl ExactMoments {
     }
 }
 
-/// Count and power sums as exact signed 512-bit integers: the one place
-/// where central moments are formed (for [`ExactMoments`] and
-/// [`WideMoments`]). Every product below stays under 2^420.
-struct PowerSums {
+/// Count and power sums Σx..Σx⁴ of a set of values as 512-bit integers:
+/// what [`Moments`] derives its statistics from, exactly.
+pub struct PowerSums {
     n: u64,
     s1: I512,
     s2: I512,
@@ -553,38 +521,6 @@ impl WideMoments {
         self.s1 as f64 / self.n as f64
     }
 
-    fn sums(&self) -> PowerSums {
-        let mut s4 = I512::from_u256(&self.s4);
-        s4.0[4] = self.s4_carry;
-        PowerSums {
-            n: self.n,
-            s1: I512::from_u128(self.s1),
-            s2: I512::from_u256(&self.s2),
-            s3: I512::from_u256(&self.s3),
-            s4,
-        }
-    }
-
-    /// Variance with `ddof`; 0 when `n <= ddof`.
-    pub fn variance(&self, ddof: u64) -> f64 {
-        self.sums().variance(ddof)
-    }
-
-    /// Standard deviation with `ddof`.
-    pub fn stddev(&self, ddof: u64) -> f64 {
-        self.variance(ddof).sqrt()
-    }
-
-    /// Population skewness g1; 0 if all values are equal.
-    pub fn skewness(&self) -> f64 {
-        self.sums().skewness()
-    }
-
-    /// Excess population kurtosis; 0 if all values are equal.
-    pub fn kurtosis(&self) -> f64 {
-        self.sums().kurtosis()
-    }
-
     /// The SUM-reducible part as 32-bit limbs (see
     /// [`ExactMoments::sum_words`]).
     pub fn sum_words(&self, out: &mut Vec<u64>) {
@@ -599,12 +535,8 @@ impl WideMoments {
     /// Rebuilds from reduced words plus the reduced min and max. The carry
     /// out of Σx⁴'s low 256 bits lands in its last limb.
     pub fn from_words(words: &[u64], min: u64, max: u64) -> WideMoments {
-        let mut pos = 0;
-        let mut take = |n64: usize| -> Vec<u64> {
-            let v = fold_limbs32(&words[pos..pos + 2 * n64], n64);
-            pos += 2 * n64;
-            v
-        };
+        let mut limbs = Limbs32 { words, pos: 0 };
+        let mut take = |n64: usize| limbs.take(n64);
         let n = take(1)[0];
         let s1 = take(2);
         let s2 = take(4);
@@ -631,6 +563,21 @@ fn push_limbs32(out: &mut Vec<u64>, limbs64: &[u64]) {
     }
 }
 
+/// Reads SUM-reduced 32-bit limbs back, one field at a time.
+struct Limbs32<'a> {
+    words: &'a [u64],
+    pos: usize,
+}
+
+impl Limbs32<'_> {
+    /// The next field of `n64` 64-bit limbs.
+    fn take(&mut self, n64: usize) -> Vec<u64> {
+        let v = fold_limbs32(&self.words[self.pos..self.pos + 2 * n64], n64);
+        self.pos += 2 * n64;
+        v
+    }
+}
+
 /// Sums of 32-bit limbs (each possibly > 2^32 after a SUM) back to 64-bit limbs.
 fn fold_limbs32(words: &[u64], n64: usize) -> Vec<u64> {
     let mut out = vec![0u64; n64];
@@ -642,6 +589,61 @@ fn fold_limbs32(words: &[u64], n64: usize) -> Vec<u64> {
         out[i / 2] |= limb32 << (32 * (i % 2));
     }
     out
+}
+
+/// The statistics derived from exact power sums, the same for every kind of
+/// exact moments: computed when read, from the exact sums, so they do not
+/// depend on the order the values were merged in.
+pub trait Moments {
+    /// The power sums Σx⁰..Σx⁴ as wide integers.
+    fn sums(&self) -> PowerSums;
+
+    /// Variance with `ddof` (Chimbuko uses 1); 0 when `n <= ddof`.
+    fn variance(&self, ddof: u64) -> f64 {
+        self.sums().variance(ddof)
+    }
+
+    /// Standard deviation with `ddof` (the square root of
+    /// [`variance`](Self::variance)).
+    fn stddev(&self, ddof: u64) -> f64 {
+        self.variance(ddof).sqrt()
+    }
+
+    /// Population skewness g1 = √n·M3 / M2^{3/2}; 0 if all values are equal.
+    fn skewness(&self) -> f64 {
+        self.sums().skewness()
+    }
+
+    /// Excess population kurtosis n·M4 / M2² − 3; 0 if all values are equal.
+    fn kurtosis(&self) -> f64 {
+        self.sums().kurtosis()
+    }
+}
+
+impl Moments for ExactMoments {
+    fn sums(&self) -> PowerSums {
+        PowerSums {
+            n: self.n,
+            s1: I512::from_u128(self.s1),
+            s2: I512::from_u128(self.s2),
+            s3: I512::from_u256(&self.s3),
+            s4: I512::from_u256(&self.s4),
+        }
+    }
+}
+
+impl Moments for WideMoments {
+    fn sums(&self) -> PowerSums {
+        let mut s4 = I512::from_u256(&self.s4);
+        s4.0[4] = self.s4_carry;
+        PowerSums {
+            n: self.n,
+            s1: I512::from_u128(self.s1),
+            s2: I512::from_u256(&self.s2),
+            s3: I512::from_u256(&self.s3),
+            s4,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! payload per function is bounded (at most 464 groups) and in practice is
 //! a few groups around each runtime mode.
 
+use super::exact::Moments;
 use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use super::histogram::{BinWidth, Histogram, HistogramError, Piece, MAX_MERGED_BINS};
 use crate::detect::Wire;

@@ -11,6 +11,9 @@
 //! it after every merge with [`rebin`] (see [`super::fine::FineHist::labelling_histogram`]).
 //! Everything here is deterministic floating-point arithmetic on exact inputs,
 //! so the result is the same on every rank.
+//!
+//! This file is long because of its unit tests (the `tests` module): the
+//! reference's binning rules have many edge cases, each pinned by a test.
 
 use serde_json::json;
 

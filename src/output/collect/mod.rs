@@ -1,0 +1,299 @@
+//! The collect stage for the provenance file: turning labelled executions
+//! into records (no HDF5 here; `writer` writes what this module collects).
+//!
+//! For each stream and step, [`StreamProvenance::collect_step`] picks
+//! - every anomaly (exclusive runtime at least `min_anomaly_us`), and
+//! - normal samples: for each function with an anomaly in this stream and
+//!   step, the `normal_samples` normal executions with the lowest score (as
+//!   Chimbuko keeps its lowest-score normal event); a function whose
+//!   anomaly found no normal execution in its step gets one from the next
+//!   step that has one,
+//!
+//! and builds for each the call stack (the execution, then its parents up
+//! to the root), its counter samples, the window of executions around it on
+//! its thread (entry order, `window` each side) with their messages, its
+//! GPU location and host parent, and the node state at its exit.
+//!
+//! Everything depends only on the stream's own data, never on which AD rank
+//! reads it, so the records are the same for any number of AD ranks.
+//!
+//! Entry order: ids `(step, idx)` are assigned in ENTRY order within a
+//! stream, so sorting by id is sorting by entry. Executions completed this
+//! step that also entered this step are placed by direct addressing on
+//! `idx` (no sort); the few that entered earlier are sorted apart.
+//!
+//! Layout: this file picks what to record (anomalies, normal samples);
+//! `record` builds one record with its link tables; `window` the window
+//! around it and the history kept between steps; `ids` formats event ids.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::detect::{Label, Verdict};
+use crate::events::names::GlobalNames;
+use crate::events::{CallStackBuilder, CommDirection, CommEvent, ExecId, Execution, StepEvents};
+use crate::trace::format::{Attribute, MONITORING_PREFIX};
+
+use super::label_code;
+use super::records::*;
+
+mod ids;
+mod record;
+mod window;
+
+use ids::{id_str, parent_str};
+use window::WindowEntry;
+
+/// What to keep.
+#[derive(Debug, Clone)]
+pub struct ProvenanceOptions {
+    /// Executions on each side of a record in its window.
+    pub window: usize,
+    /// Normal executions kept per function with anomalies, per stream and step.
+    pub normal_samples: usize,
+    /// Anomalies with a shorter exclusive runtime (µs) are not recorded.
+    pub min_anomaly_us: u64,
+}
+
+impl Default for ProvenanceOptions {
+    fn default() -> Self {
+        ProvenanceOptions {
+            window: 5,
+            normal_samples: 1,
+            min_anomaly_us: 0,
+        }
+    }
+}
+
+/// Per-stream state carried from step to step.
+#[derive(Debug, Default)]
+pub struct StreamProvenance {
+    program: u32,
+    rank: u64,
+    hostname: String,
+    /// The last `window` executions (entry order) completed before this
+    /// step, per thread.
+    history: HashMap<u64, Vec<WindowEntry>>,
+    /// Latest value and timestamp of each monitoring counter.
+    node_state: BTreeMap<u32, (u64, u64)>,
+    /// Functions whose anomalies still wait for a normal sample.
+    outstanding_normal: Vec<u32>,
+    /// This step's anomalies (indices into its executions).
+    anomalies: Vec<u32>,
+    /// Normal-sample candidates: `samples` slots per function, the lowest
+    /// scores first, `cand_len[f]` of them used.
+    cand: Vec<Candidate>,
+    cand_len: Vec<u32>,
+    samples: usize,
+    min_anomaly_us: u64,
+}
+
+/// Everything `collect_step` reads.
+pub struct StepContext<'a> {
+    /// The I/O step being collected.
+    pub step: u64,
+    /// The stream's executions completed this step, with their attachments.
+    pub events: &'a StepEvents,
+    /// One per `events.executions`.
+    pub verdicts: &'a [Verdict],
+    /// The stream's call stacks: calls still open, GPU locations.
+    pub stream: &'a CallStackBuilder,
+    /// The global function and counter names.
+    pub names: &'a GlobalNames,
+    /// What to keep.
+    pub opts: &'a ProvenanceOptions,
+}
+
+impl StreamProvenance {
+    /// The state of a stream of program `program` and application rank
+    /// `rank`, before its first step.
+    pub fn new(program: u32, rank: u64) -> Self {
+        StreamProvenance {
+            program,
+            rank,
+            ..Default::default()
+        }
+    }
+
+    /// Notes the stream's host name and returns its new metadata as rows.
+    pub fn observe_metadata(&mut self, attrs: &[Attribute], out: &mut Vec<MetadataRow>) {
+        for a in attrs {
+            let Attribute::Metadata(m) = a else { continue };
+            if m.description == "Hostname" && self.hostname.is_empty() {
+                self.hostname = m.value.clone();
+            }
+            out.push(MetadataRow {
+                pid: self.program,
+                rid: m.rank,
+                tid: m.thread,
+                descr: fixed(&m.description),
+                value: fixed(&m.value),
+            });
+        }
+    }
+
+    /// Starts a step: forgets the previous step's candidates. Then call
+    /// [`StreamProvenance::offer`] for every execution as it is labelled,
+    /// [`StreamProvenance::collect_step`] once, and
+    /// [`StreamProvenance::trim`] once.
+    pub fn begin_step(&mut self, n_functions: usize, opts: &ProvenanceOptions) {
+        self.anomalies.clear();
+        self.samples = opts.normal_samples;
+        self.min_anomaly_us = opts.min_anomaly_us;
+        self.cand_len.clear();
+        self.cand_len.resize(n_functions, 0);
+        self.cand
+            .resize(n_functions * self.samples, Candidate::default());
+    }
+
+    /// Notes execution `i` of the step with its verdict: an anomaly to
+    /// record, or a candidate normal sample of its function (the lowest
+    /// scores are kept). Done while labelling, so that picking costs no
+    /// pass of its own over the step's executions.
+    #[inline]
+    pub fn offer(&mut self, i: usize, e: &Execution, v: Verdict) {
+        match v.label {
+            Label::Anomaly if e.exclusive >= self.min_anomaly_us => {
+                self.anomalies.push(i as u32);
+            }
+            Label::Normal if self.samples > 0 => {
+                let f = e.function as usize;
+                let Some(len) = self.cand_len.get_mut(f) else {
+                    return;
+                };
+                let n = self.samples;
+                let list = &mut self.cand[f * n..(f + 1) * n];
+                let c = Candidate {
+                    score: v.score,
+                    id: e.id,
+                    index: i as u32,
+                };
+                let used = *len as usize;
+                if used == n && !c.less(&list[n - 1]) {
+                    return;
+                }
+                // Insertion into a short sorted list.
+                let mut at = used.min(n - 1);
+                list[at] = c;
+                while at > 0 && list[at].less(&list[at - 1]) {
+                    list.swap(at, at - 1);
+                    at -= 1;
+                }
+                *len = (used + 1).min(n) as u32;
+            }
+            _ => {}
+        }
+    }
+
+    /// Collects the records of one step; returns the number of anomalies
+    /// recorded.
+    pub fn collect_step(
+        &mut self,
+        ctx: &StepContext<'_>,
+        anomalies: &mut CollectionTables,
+        normals: &mut CollectionTables,
+    ) -> u64 {
+        let execs = &ctx.events.executions;
+        let picked_anomalies = std::mem::take(&mut self.anomalies);
+        let picked_normals = self.pick_normals(execs, &picked_anomalies);
+        for &i in &picked_anomalies {
+            self.record(ctx, i as usize, anomalies);
+        }
+        for &i in &picked_normals {
+            self.record(ctx, i as usize, normals);
+        }
+        self.update_node_state(ctx.events);
+        let n = picked_anomalies.len() as u64;
+        self.anomalies = picked_anomalies;
+        n
+    }
+
+    /// The trim of a step, after its records are collected: keeps, per
+    /// thread, the last `window` executions a later step's windows can
+    /// need, and forgets the rest.
+    pub fn trim(&mut self, events: &StepEvents, verdicts: &[Verdict], window: usize) {
+        self.update_history(events, verdicts, window);
+    }
+
+    /// Normal samples for the functions with anomalies this step (and those
+    /// still waiting from earlier steps), from the candidates offered.
+    fn pick_normals(&mut self, execs: &[Execution], anomalies: &[u32]) -> Vec<u32> {
+        let mut wanted: Vec<u32> = anomalies
+            .iter()
+            .map(|&i| execs[i as usize].function)
+            .chain(self.outstanding_normal.drain(..))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let n = self.samples;
+        let mut normals = Vec::new();
+        if n == 0 {
+            return normals;
+        }
+        for f in wanted {
+            let used = self.cand_len.get(f as usize).copied().unwrap_or(0) as usize;
+            if used == 0 {
+                self.outstanding_normal.push(f);
+            }
+            let start = f as usize * n;
+            normals.extend(self.cand[start..start + used].iter().map(|c| c.index));
+        }
+        normals.sort_unstable();
+        normals
+    }
+
+    fn update_node_state(&mut self, events: &StepEvents) {
+        for s in &events.node_state {
+            let cur = self.node_state.entry(s.counter).or_insert((s.value, s.ts));
+            if s.ts >= cur.1 {
+                *cur = (s.value, s.ts);
+            }
+        }
+    }
+
+    /// Program index of the stream.
+    pub fn program(&self) -> u32 {
+        self.program
+    }
+
+    /// Application rank of the stream.
+    pub fn rank(&self) -> u64 {
+        self.rank
+    }
+}
+
+/// A candidate normal sample.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    score: f64,
+    id: ExecId,
+    index: u32,
+}
+
+impl Candidate {
+    /// Lower score first, then lower id (deterministic).
+    fn less(&self, o: &Candidate) -> bool {
+        match self.score.total_cmp(&o.score) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => self.id < o.id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_format_like_their_display() {
+        for (rank, step, idx) in [
+            (0, 0, 0),
+            (3, 17, 123_456),
+            (9, 10, 100),
+            (u64::MAX, u64::MAX, u64::MAX),
+        ] {
+            let id = ExecId { rank, step, idx };
+            assert_eq!(id_str(&id), fixed(&id.to_string()), "{id}");
+        }
+    }
+}
