@@ -287,7 +287,7 @@ fn frame_event(b: &[u8], max: usize) -> Frame {
         || recv < send
     {
         return Frame::Bad(format!(
-            "not an event record: send_vts {send}, recv_vts {recv}, real_ts {real} \
+            "not an event record: send_vts {send:?}, recv_vts {recv:?}, real_ts {real:?} \
              (expected finite, non-negative, recv_vts >= send_vts)"
         ));
     }
