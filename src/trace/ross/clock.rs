@@ -295,3 +295,47 @@ impl ClockRescale {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_values_end_at_two_spaces() {
+        let kv = key_value;
+        assert_eq!(
+            kv("\tTotal KPs            [Nodes (2) x KPs (4)] 8"),
+            Some(("Total KPs".into(), "8".into()))
+        );
+        assert_eq!(
+            kv("\tEfficiency                 -310.92 %"),
+            Some(("Efficiency".into(), "-310.92".into()))
+        );
+        assert_eq!(kv("   Lookahead..............0.500000"), None);
+        assert_eq!(kv("\tGVT Interval      sixteen"), None);
+    }
+
+    #[test]
+    fn cut_lines_are_dropped_and_counted() {
+        let text = "TW Library Statistics:\n\
+                    \tTotal Events Processed        12\n\
+                    Model LPs:\n\
+                    \tTotal Events Processed      1PE 1: There were 64 bytes of data missed because of buffer overflow\n\
+                    0\n\
+                    \tEvents Rolled Back           3\n";
+        let out = RossStdout::parse(text);
+        assert_eq!(out.totals.events_processed, Some(12));
+        assert_eq!((out.missed_bytes, out.overflow_lines), (64, 1));
+        assert_eq!(
+            out.totals.events_rolled_back, None,
+            "not in the library section"
+        );
+        assert_eq!(out.clock_rate_hz, None);
+        let ghz =
+            RossStdout::parse("TW Clock Cycle Statistics (MAX values in secs at 1.0000 GHz):\n");
+        assert_eq!(
+            (ghz.clock_rate_hz, ghz.clock_source),
+            (Some(1e9), Some(ClockSource::Statistics))
+        );
+    }
+}

@@ -16,9 +16,12 @@
 //!   bounded memory, that validates every header and stops at the first bad
 //!   record with its byte offset;
 //! - [`records`]: the typed records ([`Record`]: PE, KP and LP engine
-//!   samples, model samples, trace events, VT model samples);
-//! - [`series`]: records regrouped per PE, totals of the delta counters,
-//!   VT model samples without rollback repeats;
+//!   samples, model samples, trace events, VT model samples); [`layout`]:
+//!   their byte layouts and decoding;
+//! - [`series`]: engine samples regrouped per PE, VT model samples without
+//!   rollback repeats;
+//! - [`totals`]: totals of the delta counters per PE, KP and LP, and of an
+//!   event trace;
 //! - [`schema`]: user-supplied layouts (TOML) of the model's payloads;
 //! - [`clock`]: ROSS's stdout (clock rate, end-of-run totals) and rescaling
 //!   seconds to the real clock rate;
@@ -37,10 +40,12 @@
 pub mod clock;
 pub mod error;
 pub mod files;
+pub mod layout;
 pub mod reader;
 pub mod records;
 pub mod schema;
 pub mod series;
+pub mod totals;
 
 pub use clock::{ClockRescale, ClockSource, RossStdout, RunTotals};
 pub use error::{RossError, RossErrorKind};
@@ -51,4 +56,5 @@ pub use records::{
     VtModelSample,
 };
 pub use schema::{Payload, PayloadKind, PayloadLayout, Schema, Value};
-pub use series::{EngineSeries, EngineTotals, EventCounts, PeSeries, TraceTotals, VtSamples};
+pub use series::{EngineSeries, OwnedVtSample, PeSeries, VtSamples};
+pub use totals::{EngineTotals, EventCounts, KpTotals, LpTotals, PeSeconds, PeTotals, TraceTotals};

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RossError;
 use super::files::FileKind;
+use super::layout::*;
 use super::records::*;
 
 /// Buffer length a reader starts with.
@@ -411,4 +412,45 @@ fn decode(layout: Layout, rec: &[u8]) -> Option<Record<'_>> {
             Record::VtModel(vt_model_sample(h, payload))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A VT model sample header for LP `lpid` with `sz` payload bytes.
+    fn vt_header(lpid: u64, sz: i32) -> Vec<u8> {
+        let mut h = lpid.to_le_bytes().to_vec();
+        h.extend([0u8; 32]);
+        h.extend(sz.to_le_bytes());
+        h.extend(FLAG_MODEL.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn vt_headers_never_read_as_engine_headers() {
+        // LP ids 0, 1 and 2 put a valid engine flag in the first word; the
+        // second word (the id's high half) is 0, never a valid sample_sz.
+        for lpid in [0u64, 1, 2, 3, 1 << 31] {
+            let h = vt_header(lpid, 8);
+            assert!(matches!(
+                frame(FileKind::AnalysisLps, &h, 1 << 20),
+                Frame::Need(56, _)
+            ));
+            assert!(matches!(frame(FileKind::Gvt, &h, 1 << 20), Frame::Bad(_)));
+        }
+        assert!(matches!(
+            frame(FileKind::AnalysisLps, &vt_header(5, -1), 99),
+            Frame::Bad(_)
+        ));
+    }
+
+    #[test]
+    fn sizes_over_the_limit_are_refused_before_reading() {
+        let h = vt_header(5, i32::MAX);
+        match frame(FileKind::AnalysisLps, &h, 1 << 20) {
+            Frame::Bad(m) => assert!(m.contains("longer than the reader's limit"), "{m}"),
+            _ => panic!("accepted"),
+        }
+    }
 }

@@ -442,3 +442,58 @@ fn layouts(
         vt: one("vt", vt)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_types_parse() {
+        assert_eq!(FieldType::parse("pad:12"), Some(FieldType::Pad(12)));
+        assert_eq!(FieldType::parse("pad:0"), None);
+        assert_eq!(FieldType::parse("pad:-1"), None);
+        assert_eq!(FieldType::parse("U32"), None);
+        assert_eq!(FieldType::parse("i32").map(FieldType::size), Some(4));
+    }
+
+    #[test]
+    fn every_type_decodes_little_endian() {
+        let text = r#"
+            [default]
+            event = [
+              { name = "a", type = "u8" }, { type = "pad:1" }, { name = "b", type = "u16" },
+              { name = "c", type = "i32" }, { name = "d", type = "f32" }, { name = "e", type = "u32" },
+              { name = "f", type = "u64" }, { name = "g", type = "i64" }, { name = "h", type = "f64" },
+            ]
+        "#;
+        let s = Schema::parse(text, Path::new("t.toml")).unwrap();
+        let mut p = vec![200u8, 0xff];
+        p.extend(513u16.to_le_bytes());
+        p.extend((-7i32).to_le_bytes());
+        p.extend(0.25f32.to_le_bytes());
+        p.extend(u32::MAX.to_le_bytes());
+        p.extend(u64::MAX.to_le_bytes());
+        p.extend(i64::MIN.to_le_bytes());
+        p.extend((-1.5f64).to_le_bytes());
+        let layout = s.layout(PayloadKind::Event, 99).unwrap();
+        assert_eq!(layout.len(), p.len());
+        let mut out = Vec::new();
+        layout.decode_into(&p, &mut out).unwrap();
+        use Value::*;
+        assert_eq!(
+            out,
+            [
+                U64(200),
+                U64(513),
+                I64(-7),
+                F64(0.25),
+                U64(u32::MAX.into()),
+                U64(u64::MAX),
+                I64(i64::MIN),
+                F64(-1.5)
+            ]
+        );
+        assert!(layout.decode_into(&p[..p.len() - 1], &mut out).is_err());
+        assert!(out.is_empty(), "cleared on error");
+    }
+}
