@@ -695,6 +695,16 @@ fn small_buffers_and_short_reads_give_the_same_records() {
         }
         assert_eq!(a.offset(), b.offset());
     }
+    // Resizing the buffer once reading started changes nothing.
+    let (path, kind) = &one_of_each_kind()[3];
+    let mut r = RecordReader::open(path, *kind).unwrap();
+    r.next_record().unwrap();
+    let mut r = r.with_buffer_len(64);
+    let mut n = 1;
+    while r.next_record().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 78891);
     let (path, kind) = &one_of_each_kind()[0];
     let mut r = RecordReader::open(path, *kind)
         .unwrap()

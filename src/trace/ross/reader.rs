@@ -132,10 +132,13 @@ impl<R: Read> RecordReader<R> {
     }
 
     /// Sets the length of the read buffer (at least 64 bytes; the buffer
-    /// still grows to hold a longer record, up to the record limit). Call it
-    /// before the first record.
+    /// still grows to hold a longer record, up to the record limit). Only
+    /// before the first record: once reading started the buffer holds data,
+    /// and the call changes nothing.
     pub fn with_buffer_len(mut self, len: usize) -> Self {
-        self.buf = vec![0; len.max(64)];
+        if self.base == 0 && self.end == 0 {
+            self.buf = vec![0; len.max(64)];
+        }
         self
     }
 
