@@ -9,12 +9,15 @@
 //!   thin safe layer over the ADIOS2 C API (the only `unsafe` of this room,
 //!   and the only caller of ADIOS2 outside `adios2-sys`); [`writer`] writes
 //!   the TAU layout (used by `synth` and tests);
+//! - [`ross`]: ROSS instrumentation files (engine samples, model samples,
+//!   event traces), read record by record in bounded memory;
 //! - [`threaded`]: any source read on a thread of its own, with time-outs.
 
 pub mod adios;
 pub mod dictionary;
 pub mod format;
 pub mod issues;
+pub mod ross;
 pub mod source;
 pub mod step;
 pub mod tau;
