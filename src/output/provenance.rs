@@ -211,7 +211,10 @@ impl LabelConsumer for ProvenanceOutput {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.perf.push(*perf);
+        w.perf.push(PerfRow {
+            rss_mb: crate::sys::allocator::current_rss_kb() as f64 / 1024.0,
+            ..*perf
+        });
         let every = self.settings.flush_steps;
         if every > 0 && (step + 1) % every == 0 {
             w.stream_rows = ctx.streams.stream_rows();

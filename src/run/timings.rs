@@ -81,7 +81,9 @@ impl Timings {
         self.bytes[i] += bytes;
     }
 
-    /// The `ad_perf` row of the step since the last call (then resets it).
+    /// The `ad_perf` row of the step since the last call (then resets it);
+    /// `rss_mb` is left at 0 for the output that keeps the row to fill in
+    /// (reading it costs a `/proc` read, paid only when it is kept).
     pub fn take_step(&mut self, ad_rank: usize, step: u64) -> PerfRow {
         let s = self.step_ns.map(|ns| ns as f64 / 1e9);
         self.step_ns = [0; 9];
@@ -97,7 +99,7 @@ impl Timings {
             write: s[Stage::Write as usize],
             trim: s[Stage::Trim as usize],
             status: s[Stage::Status as usize],
-            rss_mb: crate::sys::allocator::current_rss_kb() as f64 / 1024.0,
+            rss_mb: 0.0,
         }
     }
 

@@ -571,6 +571,7 @@ struct Limbs32<'a> {
 
 impl Limbs32<'_> {
     /// The next field of `n64` 64-bit limbs.
+    #[inline]
     fn take(&mut self, n64: usize) -> Vec<u64> {
         let v = fold_limbs32(&self.words[self.pos..self.pos + 2 * n64], n64);
         self.pos += 2 * n64;
@@ -599,28 +600,33 @@ pub trait Moments {
     fn sums(&self) -> PowerSums;
 
     /// Variance with `ddof` (Chimbuko uses 1); 0 when `n <= ddof`.
+    #[inline]
     fn variance(&self, ddof: u64) -> f64 {
         self.sums().variance(ddof)
     }
 
     /// Standard deviation with `ddof` (the square root of
     /// [`variance`](Self::variance)).
+    #[inline]
     fn stddev(&self, ddof: u64) -> f64 {
         self.variance(ddof).sqrt()
     }
 
     /// Population skewness g1 = √n·M3 / M2^{3/2}; 0 if all values are equal.
+    #[inline]
     fn skewness(&self) -> f64 {
         self.sums().skewness()
     }
 
     /// Excess population kurtosis n·M4 / M2² − 3; 0 if all values are equal.
+    #[inline]
     fn kurtosis(&self) -> f64 {
         self.sums().kurtosis()
     }
 }
 
 impl Moments for ExactMoments {
+    #[inline]
     fn sums(&self) -> PowerSums {
         PowerSums {
             n: self.n,
@@ -633,6 +639,7 @@ impl Moments for ExactMoments {
 }
 
 impl Moments for WideMoments {
+    #[inline]
     fn sums(&self) -> PowerSums {
         let mut s4 = I512::from_u256(&self.s4);
         s4.0[4] = self.s4_carry;
