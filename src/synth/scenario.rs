@@ -263,6 +263,7 @@ pub struct SlowdownSpec {
 
 /// A step with more events than usual.
 #[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BurstSpec {
     /// The I/O step.
     pub step: u64,
@@ -403,4 +404,19 @@ fn check_dist(d: &Dist, what: &str) -> anyhow::Result<()> {
     };
     anyhow::ensure!(ok, "{what}: invalid distribution {d:?}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_key_is_refused_everywhere() {
+        let ok = format!("{DEMO_SCENARIO}\n[[burst]]\nstep = 2\nfactor = 3\n");
+        let sc = Scenario::from_toml(&ok).unwrap();
+        assert_eq!(sc.bursts.len(), 1);
+        let typo = format!("{DEMO_SCENARIO}\n[[burst]]\nstep = 2\nfactr = 3\n");
+        let err = format!("{:#}", Scenario::from_toml(&typo).unwrap_err());
+        assert!(err.contains("factr"), "{err}");
+    }
 }
