@@ -27,7 +27,8 @@
 //!   the HDF5 provenance file, live statistics, label CSVs, the run report.
 //!
 //! [`run`] is the driver that calls the stages in order, configured by a
-//! plain [`run::options::RunOptions`]. Beside it: [`synth`] writes synthetic
+//! plain [`run::options::RunOptions`]. [`ross`] analyses the instrumentation
+//! files of the ROSS simulator (read by [`trace::ross`]). Beside it: [`synth`] writes synthetic
 //! TAU streams with known anomalies, [`dump`] shows what a stream holds,
 //! [`sys`] is the room for libc calls (signals, allocator, memory hints),
 //! and [`util`] holds small text formats.
@@ -72,6 +73,7 @@ pub mod events;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod output;
+pub mod ross;
 pub mod run;
 pub mod synth;
 pub mod sys;

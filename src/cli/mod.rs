@@ -7,6 +7,7 @@
 
 mod dump;
 mod inspect;
+mod ross;
 mod run;
 mod settings;
 mod synth;
@@ -44,6 +45,9 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Export a provenance file as Chimbuko's JSON documents.
     Export(inspect::ExportArgs),
+    /// Find what slowed a ROSS simulation from its instrumentation files:
+    /// slow, rolling-back or hot PEs, KPs and LPs, when, and at what cost.
+    Ross(ross::RossArgs),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -67,6 +71,7 @@ pub fn main() -> ExitCode {
         Command::Run(a) => chimbuko_mpi::run::run_on_mpi(&a.into_options(effective)),
         Command::Inspect(a) => inspect::run_inspect(a),
         Command::Export(a) => inspect::run_export(a),
+        Command::Ross(a) => ross::run_ross(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

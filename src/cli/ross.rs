@@ -1,0 +1,77 @@
+//! `chimbuko-mpi ross`: what slowed a ROSS simulation, from its
+//! instrumentation files.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use chimbuko_mpi::ross::peers::PeerRule;
+use chimbuko_mpi::ross::{analyse, RossOptions};
+
+/// The flags of `ross`.
+#[derive(Args)]
+pub struct RossArgs {
+    /// ROSS's stats directory (`--stats-path`, `stats-output` by default),
+    /// or the directory holding it.
+    pub path: PathBuf,
+    /// The run's `--stats-prefix`, when the directory holds several runs.
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Peer score at or above which an entity is flagged.
+    #[arg(long, default_value_t = 6.0)]
+    threshold: f64,
+    /// Smallest scale of the peer score, as a share of the peers' median
+    /// (0.25: a value must be at least 2.5× the median to be flagged).
+    #[arg(long, default_value_t = 0.25)]
+    rel_floor: f64,
+    /// Consecutive flagged GVT intervals an anomaly needs.
+    #[arg(long, default_value_t = 2)]
+    min_intervals: usize,
+    /// The real TSC rate in Hz, when ROSS ran with another `--clock-rate`
+    /// (its default on x86_64 is 1e9 whatever the real rate).
+    #[arg(long)]
+    clock_rate: Option<f64>,
+    /// A copy of ROSS's stdout: the clock rate it used, its totals.
+    #[arg(long)]
+    ross_stdout: Option<PathBuf>,
+    /// Write the summary (anomalies, PEs ranked by cost) as JSON here.
+    #[arg(long)]
+    summary_out: Option<PathBuf>,
+}
+
+/// Runs `ross`.
+pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
+    if !(a.threshold.is_finite() && a.threshold > 0.0) {
+        anyhow::bail!("--threshold must be a positive number, got {}", a.threshold);
+    }
+    if !(a.rel_floor.is_finite() && a.rel_floor >= 0.0) {
+        anyhow::bail!(
+            "--rel-floor must be a non-negative number, got {}",
+            a.rel_floor
+        );
+    }
+    if let Some(hz) = a.clock_rate {
+        if !(hz.is_finite() && hz > 0.0) {
+            anyhow::bail!("--clock-rate must be a positive number of Hz, got {hz}");
+        }
+    }
+    let opts = RossOptions {
+        path: a.path,
+        prefix: a.prefix,
+        rule: PeerRule {
+            threshold: a.threshold,
+            rel_floor: a.rel_floor,
+            min_intervals: a.min_intervals,
+        },
+        clock_rate: a.clock_rate,
+        ross_stdout: a.ross_stdout,
+    };
+    let report = analyse(&opts)?;
+    print!("{}", report.text());
+    if let Some(p) = &a.summary_out {
+        let text = serde_json::to_string_pretty(&report.json)?;
+        std::fs::write(p, text + "\n")
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+    }
+    Ok(())
+}

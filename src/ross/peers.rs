@@ -1,0 +1,252 @@
+//! Peer comparison: an entity against the others of its kind in the same
+//! GVT interval.
+//!
+//! Thresholding each PE against its own history fails on ROSS data: with
+//! oversubscribed ranks every PE slows at once, and optimistic runs roll
+//! back heavily everywhere. What marks a culprit is being far from its
+//! peers at the same moment. For each signal and interval, an entity's
+//! value is compared with the median of the *other* entities (leave one
+//! out, so that two PEs can still be told apart), on a robust scale:
+//!
+//! `score = (x − median_others) / max(1.4826·MAD_others, rel_floor·|median_others|, abs_floor)`
+//!
+//! with the sign turned for signals where low is bad (efficiency). That
+//! alone flags the ordinary interval-to-interval noise of small counts, so
+//! the score of an interval is taken relative to the entity's usual
+//! distance from its peers over the run: with `d_k = x_k − median_others_k`,
+//!
+//! `score_k = (d_k − median(d)) / max(1.4826·MAD(d), rel_floor·|median_others_k|, abs_floor)`.
+//!
+//! An entity is flagged where it departs from its peers by far more than
+//! it usually does: a PE that is always a little busier (it holds more
+//! LPs) is not, one that suddenly takes ten times longer is. An interval is
+//! flagged when the score reaches the threshold; consecutive flagged
+//! intervals of one entity and signal form one window.
+
+use super::signals::{Entity, Interval, RunSeries, Signal};
+
+/// How far from its peers an entity must be to be flagged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeerRule {
+    /// Score at or above which an interval is flagged.
+    pub threshold: f64,
+    /// Smallest scale, as a share of the peers' median: with the default
+    /// threshold 6 and 0.25, a value must be at least 2.5× the peers'
+    /// median before it can be flagged, however alike the peers are.
+    pub rel_floor: f64,
+    /// Consecutive flagged intervals a window needs: one interval alone is
+    /// a hiccup (a descheduled process, a page fault storm), not a slow or
+    /// hot entity.
+    pub min_intervals: usize,
+}
+
+impl Default for PeerRule {
+    fn default() -> Self {
+        PeerRule {
+            threshold: 6.0,
+            rel_floor: 0.25,
+            min_intervals: 2,
+        }
+    }
+}
+
+/// A window of consecutive intervals in which one entity's signal stood out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerAnomaly {
+    /// Who.
+    pub entity: Entity,
+    /// In what.
+    pub signal: Signal,
+    /// Interval indices `first..=last` of the entity's PE.
+    pub first: usize,
+    /// Last interval of the window.
+    pub last: usize,
+    /// The bounds of the window.
+    pub span: Interval,
+    /// The highest score in the window.
+    pub score: f64,
+    /// The entity's value at that interval.
+    pub value: f64,
+    /// The other entities' median at that interval.
+    pub peer_median: f64,
+    /// The entity's values over the window and one interval on each side
+    /// (the neighbouring samples), with the interval index of the first.
+    pub context: (usize, Vec<f64>),
+}
+
+/// Smallest meaningful difference of a signal (absolute floor of the scale).
+fn abs_floor(sig: Signal) -> f64 {
+    match sig {
+        Signal::EventProcessTime | Signal::RollbackTime | Signal::SampleGap => 1e-3,
+        Signal::Efficiency => 1.0,
+        Signal::GvtRate | Signal::TimeAheadOfGvt => 1e-9,
+        _ => 1.0,
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The score of `x` against `others` alone (one interval, no history):
+/// `(score, median of others)`.
+pub fn peer_score(x: f64, others: &[f64], sig: Signal, rule: &PeerRule) -> (f64, f64) {
+    let mut o = others.to_vec();
+    let m = median(&mut o);
+    let mut dev: Vec<f64> = others.iter().map(|v| (v - m).abs()).collect();
+    let mad = median(&mut dev);
+    let scale = (1.4826 * mad)
+        .max(rule.rel_floor * m.abs())
+        .max(abs_floor(sig));
+    (bad_side(x - m, sig) / scale, m)
+}
+
+/// A difference turned so that positive is the bad side.
+fn bad_side(d: f64, sig: Signal) -> f64 {
+    if sig.low_is_bad() {
+        -d
+    } else {
+        d
+    }
+}
+
+/// Scores of one entity's intervals against its peers, relative to its
+/// usual distance from them (see the module doc): `(score, median of
+/// others)` per interval.
+fn scores_over_run(
+    values: &[f64],
+    others: &[Vec<f64>],
+    sig: Signal,
+    rule: &PeerRule,
+) -> Vec<(f64, f64)> {
+    let medians: Vec<f64> = (0..values.len())
+        .map(|k| median(&mut others.iter().map(|o| o[k]).collect::<Vec<_>>()))
+        .collect();
+    let d: Vec<f64> = values
+        .iter()
+        .zip(&medians)
+        .map(|(x, m)| bad_side(x - m, sig))
+        .collect();
+    let usual = median(&mut d.clone());
+    let spread = 1.4826 * median(&mut d.iter().map(|v| (v - usual).abs()).collect::<Vec<_>>());
+    d.iter()
+        .zip(&medians)
+        .map(|(dk, m)| {
+            let scale = spread.max(rule.rel_floor * m.abs()).max(abs_floor(sig));
+            ((dk - usual) / scale, *m)
+        })
+        .collect()
+}
+
+/// Every window where an entity stood out from its peers, in a fixed
+/// order (entity, signal, window start).
+pub fn find(series: &RunSeries, rule: &PeerRule) -> Vec<PeerAnomaly> {
+    let mut out = Vec::new();
+    for kind_is_pe in [true, false] {
+        let signals: &[Signal] = if kind_is_pe { &Signal::PE } else { &Signal::KP };
+        for &sig in signals.iter().filter(|s| s.is_compared()) {
+            let group: Vec<(Entity, &Vec<f64>)> = series
+                .values
+                .iter()
+                .filter(|((e, s), _)| *s == sig && matches!(e, Entity::Pe(_)) == kind_is_pe)
+                .map(|((e, _), v)| (*e, v))
+                .collect();
+            if group.len() < 2 {
+                continue;
+            }
+            let len = group.iter().map(|(_, v)| v.len()).min().unwrap_or(0);
+            for (i, (entity, values)) in group.iter().enumerate() {
+                let others: Vec<Vec<f64>> = group
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, (_, v))| v[..len].to_vec())
+                    .collect();
+                let scored = scores_over_run(&values[..len], &others, sig, rule);
+                windows(series, *entity, sig, values, &scored, rule, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Merges consecutive flagged intervals into windows.
+fn windows(
+    series: &RunSeries,
+    entity: Entity,
+    sig: Signal,
+    values: &[f64],
+    scored: &[(f64, f64)],
+    rule: &PeerRule,
+    out: &mut Vec<PeerAnomaly>,
+) {
+    let intervals = series.intervals_of(entity);
+    let mut k = 0;
+    while k < scored.len() {
+        if scored[k].0 < rule.threshold {
+            k += 1;
+            continue;
+        }
+        let first = k;
+        while k + 1 < scored.len() && scored[k + 1].0 >= rule.threshold {
+            k += 1;
+        }
+        let last = k;
+        k += 1;
+        if last + 1 - first < rule.min_intervals.max(1) {
+            continue;
+        }
+        let peak = (first..=last)
+            .max_by(|a, b| scored[*a].0.total_cmp(&scored[*b].0))
+            .unwrap_or(first);
+        let (from, to) = (intervals.get(first), intervals.get(last));
+        let span = Interval {
+            gvt_from: from.map_or(0.0, |i| i.gvt_from),
+            gvt_to: to.map_or(0.0, |i| i.gvt_to),
+            real_from: from.map_or(0.0, |i| i.real_from),
+            real_to: to.map_or(0.0, |i| i.real_to),
+        };
+        let lo = first.saturating_sub(1);
+        let hi = (last + 2).min(values.len());
+        out.push(PeerAnomaly {
+            entity,
+            signal: sig,
+            first,
+            last,
+            span,
+            score: scored[peak].0,
+            value: values[peak],
+            peer_median: scored[peak].1,
+            context: (lo, values[lo..hi].to_vec()),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_slow_pe_of_two_stands_out_and_alike_peers_do_not() {
+        let rule = PeerRule::default();
+        let (s, m) = peer_score(10.0, &[1.0], Signal::EventProcessTime, &rule);
+        assert_eq!(m, 1.0);
+        assert!(s >= rule.threshold, "{s}");
+        let (s, _) = peer_score(1.2, &[1.0, 1.1, 0.9], Signal::EventProcessTime, &rule);
+        assert!(s < 1.0, "{s}");
+        // Low is bad for efficiency: a PE far below its peers is flagged.
+        let (s, _) = peer_score(-300.0, &[90.0, 92.0, 91.0], Signal::Efficiency, &rule);
+        assert!(s >= rule.threshold, "{s}");
+        let (s, _) = peer_score(300.0, &[90.0, 92.0, 91.0], Signal::Efficiency, &rule);
+        assert!(s < 0.0);
+    }
+}

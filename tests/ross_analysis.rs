@@ -1,0 +1,196 @@
+//! The ROSS analysis (`chimbuko-mpi ross`): the real fixtures (the
+//! conservative run yields no anomaly; what the optimistic runs yield is
+//! pinned and explained), and a slow PE injected into constructed samples,
+//! found in its window with its victims attributed to it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use chimbuko_mpi::ross::peers::{self, PeerRule};
+use chimbuko_mpi::ross::signals::{Entity, RunSeries, Signal};
+use chimbuko_mpi::ross::{analyse, attribution, RossOptions};
+use chimbuko_mpi::trace::ross::{EngineSeries, PeSample, Record, SampleHeader};
+
+fn fixture(run: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ross")
+        .join(run)
+}
+
+fn opts(run: &str, with_stdout: bool) -> RossOptions {
+    RossOptions {
+        path: fixture(run),
+        ross_stdout: with_stdout.then(|| fixture(run).join("ross-stdout.txt")),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_conservative_run_has_no_anomaly() {
+    for with_stdout in [false, true] {
+        let r = analyse(&opts("phold-np2-cons-all", with_stdout)).unwrap();
+        assert!(r.anomalies().is_empty(), "{}", r.text());
+        assert_eq!(r.json["run"]["pes"], 2);
+        let entities = r.json["entities"].as_array().unwrap();
+        assert_eq!(entities.len(), 2);
+        assert!(entities.iter().all(|e| e["cost_s"] == 0.0));
+    }
+}
+
+#[test]
+fn what_the_optimistic_runs_yield() {
+    // Four ranks on two cores roll back heavily everywhere, and every PE
+    // is descheduled now and then: the peer comparison is built to see
+    // past both. What remains: in the 4-rank GVT run, PE 3 spent far longer
+    // in its event handlers than its peers over two consecutive GVT
+    // intervals (a descheduling long enough to show), which is reported.
+    let quiet = ["phold-np2-opt-all-pe", "phold-np4-opt-smallbuf-multiflush"];
+    for run in quiet {
+        let r = analyse(&opts(run, true)).unwrap();
+        assert!(r.anomalies().is_empty(), "{run}: {}", r.text());
+    }
+    let r = analyse(&opts("phold-np4-opt-gvt-kplp-rbtrace", true)).unwrap();
+    let a = r.anomalies();
+    assert_eq!(a.len(), 1, "{}", r.text());
+    assert_eq!(a[0]["kind"], "pe");
+    assert_eq!(a[0]["pe"], 3);
+    assert_eq!(a[0]["signal"], "event_process_s");
+    for key in [
+        "kind",
+        "pe",
+        "kp",
+        "lp",
+        "gvt_from",
+        "gvt_to",
+        "real_from",
+        "real_to",
+        "signal",
+        "score",
+    ] {
+        assert!(a[0].get(key).is_some(), "missing {key}");
+    }
+    assert!(a[0]["gvt_from"].as_f64() < a[0]["gvt_to"].as_f64());
+    assert!(a[0]["real_from"].as_f64() <= a[0]["real_to"].as_f64());
+    assert_eq!(r.json["entities"][0]["pe"], 3, "PE 3 costs the most");
+    // The same answer every time.
+    let again = analyse(&opts("phold-np4-opt-gvt-kplp-rbtrace", true)).unwrap();
+    assert_eq!(again.json, r.json);
+}
+
+#[test]
+fn a_run_without_a_gvt_file_is_refused_clearly() {
+    let err = analyse(&opts("phold-np4-opt-rt-kp-committrace", true))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("r3-gvt.bin") && err.contains("--engine-stats"),
+        "{err}"
+    );
+    let err = analyse(&RossOptions {
+        path: std::env::temp_dir().join("no-such-ross-run"),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("no-such-ross-run"), "{err:#}");
+}
+
+/// A PE sample with the counters that matter here; the rest 0.
+fn sample(pe: u32, k: usize, event_s: f32, rollbacks: u32, processed: u32) -> PeSample {
+    PeSample {
+        header: SampleHeader {
+            flag: 0,
+            ts: 10.0 * k as f64,
+            real_time: 0.1 * k as f64,
+        },
+        peid: pe,
+        nevent_processed: processed,
+        nevent_abort: 0,
+        e_rbs: rollbacks * 3,
+        rb_total: rollbacks,
+        rb_secondary: 0,
+        fc_attempts: 0,
+        pq_qsize: 100,
+        nsend_network: 50,
+        nread_network: 50,
+        ngvts: 1,
+        pe_event_ties: 0,
+        all_reduce_count: 1,
+        efficiency: 90.0,
+        net_read_s: 0.0,
+        net_other_s: 0.0,
+        gvt_s: 0.001,
+        fossil_collect_s: 0.0,
+        event_abort_s: 0.0,
+        event_process_s: event_s,
+        pq_s: 0.0,
+        rollback_s: rollbacks as f32 * 1e-3,
+        cancel_q_s: 0.0,
+        avl_s: 0.0,
+        buddy_s: 0.0,
+        lz4_s: 0.0,
+    }
+}
+
+#[test]
+fn an_injected_slow_pe_is_found_and_named_as_the_cause() {
+    // Four PEs, 40 GVT intervals, a little deterministic noise; PE 2's
+    // handlers take 10x longer in intervals 10..=19, and the others roll
+    // back 8x more then (its stragglers).
+    let mut engine = EngineSeries::default();
+    for k in 0..40usize {
+        for pe in 0..4u32 {
+            let noise = 1.0 + 0.05 * (((k * 7 + pe as usize * 3) % 5) as f32 - 2.0);
+            let slow = (10..20).contains(&k);
+            let event_s = 0.01 * noise * if slow && pe == 2 { 10.0 } else { 1.0 };
+            let rollbacks = (20.0 * noise) as u32 * if slow && pe != 2 { 8 } else { 1 };
+            let s = sample(pe, k, event_s, rollbacks, 256);
+            engine.add(&Record::Pe(s));
+        }
+    }
+    let series = RunSeries::from_engine(&engine);
+    let found = peers::find(&series, &PeerRule::default());
+    let slow: Vec<_> = found
+        .iter()
+        .filter(|a| a.signal == Signal::EventProcessTime)
+        .collect();
+    assert_eq!(slow.len(), 1, "{found:#?}");
+    assert_eq!(slow[0].entity, Entity::Pe(2));
+    assert_eq!((slow[0].first, slow[0].last), (10, 19));
+    assert_eq!(slow[0].span.gvt_from, 90.0);
+    assert_eq!(slow[0].span.gvt_to, 190.0);
+    // The victims roll back together, so none stands out from its peers:
+    // nothing is reported against them, and whatever is reported on
+    // another PE is attributed to the slow one.
+    let caused = attribution::causes(&found);
+    for (a, c) in found.iter().zip(&caused) {
+        assert!(
+            a.entity.pe() == 2 || *c == Some(2),
+            "{a:?} is blamed on a victim"
+        );
+    }
+    let costs = attribution::costs(&series, &found, &caused);
+    let top = costs.iter().max_by(|a, b| a.1.total_cmp(b.1)).unwrap();
+    assert_eq!(*top.0, 2);
+}
+
+#[test]
+fn the_cli_writes_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("summary.json");
+    let run = fixture("phold-np4-opt-gvt-kplp-rbtrace");
+    let o = Command::new(env!("CARGO_BIN_EXE_chimbuko-mpi"))
+        .arg("ross")
+        .arg(&run)
+        .arg("--ross-stdout")
+        .arg(run.join("ross-stdout.txt"))
+        .arg("--summary-out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("PE 3: event_process_s"), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["anomalies"].as_array().unwrap().len(), 1);
+    assert_eq!(v["run"]["ross_totals"]["events_processed"], 326286);
+}
