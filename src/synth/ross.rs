@@ -85,6 +85,7 @@
 
 mod emit;
 pub mod generator;
+mod sampling;
 pub mod scenario;
 
 use std::fs::File;

@@ -15,7 +15,7 @@
 use std::io::{self, Write};
 
 use super::emit::*;
-use super::scenario::{ModelMode, RossAnomaly, RossScenario, TraceMode};
+use super::scenario::{RossAnomaly, RossScenario, TraceMode};
 use crate::synth::rng::Rng;
 use crate::trace::ross::layout::encode_event;
 use crate::trace::ross::{FlushWriter, TraceEvent};
@@ -44,35 +44,35 @@ pub struct Span {
 
 /// One PE's state across intervals.
 #[derive(Debug)]
-struct PeState {
-    rng: Rng,
-    c: PeCounters,
-    kp_vt: Vec<f64>,
-    pq: u32,
-    last_rt: Option<f64>,
+pub(super) struct PeState {
+    pub(super) rng: Rng,
+    pub(super) c: PeCounters,
+    pub(super) kp_vt: Vec<f64>,
+    pub(super) pq: u32,
+    pub(super) last_rt: Option<f64>,
     payload: Vec<u8>,
 }
 
 /// What a PE does in the current interval.
 #[derive(Debug, Clone, Default)]
-struct Plan {
+pub(super) struct Plan {
     /// Extra events for hotspot LPs: (local LP index, count, rollback probability).
     hot: Vec<(usize, u64, f64)>,
     n: u64,
     busy: f64,
-    active: f64,
+    pub(super) active: f64,
     slow: f64,
 }
 
 /// Generates a scenario's files, interval by interval.
 #[derive(Debug)]
 pub struct RossGenerator<'s, W: Write> {
-    sc: &'s RossScenario,
-    w: RossWriters<W>,
-    pes: Vec<PeState>,
+    pub(super) sc: &'s RossScenario,
+    pub(super) w: RossWriters<W>,
+    pub(super) pes: Vec<PeState>,
     rng: Rng,
-    interval: u32,
-    t: f64,
+    pub(super) interval: u32,
+    pub(super) t: f64,
     spans: Vec<Span>,
 }
 
@@ -110,18 +110,6 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         }
         self.finish()?;
         Ok((self.w, self.spans))
-    }
-
-    fn shape(&self, pe: u32) -> Shape {
-        let f = &self.sc.ross.files;
-        Shape {
-            pe,
-            lps_per_kp: self.sc.ross.lps_per_kp as usize,
-            lp0: pe * self.sc.lps_per_pe(),
-            pe_data: f.pe_data,
-            kp_data: f.kp_data,
-            lp_data: f.lp_data,
-        }
     }
 
     fn plans(&mut self) -> (Vec<Plan>, f64, f64, Option<u32>) {
@@ -360,96 +348,6 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         let load = plan.n as f64 / f64::from(r.events_per_interval);
         let noise = (1.0 + 0.1 * st.rng.normal()).max(0.5);
         st.pq = (f64::from(lps) * load * noise).round() as u32 + 1;
-        Ok(())
-    }
-
-    /// The real-time samples of PE `p` that fall in its active time.
-    fn rt_samples(&mut self, p: usize, plan: &Plan) -> io::Result<()> {
-        let r = &self.sc.ross;
-        let (t, end) = (self.t, self.t + plan.active);
-        let gvt = f64::from(self.interval) * r.gvt_step;
-        let shape = self.shape(p as u32);
-        let st = &mut self.pes[p];
-        let mut next = st.last_rt.map_or(t, |l| (l + r.rt_interval_s).max(t));
-        while next <= end {
-            let point = Point {
-                ts: gvt,
-                gvt,
-                real_time: next,
-                frac: ((next - t) / plan.active).clamp(0.0, 1.0),
-                pq_qsize: st.pq,
-                kp_vt: &st.kp_vt,
-            };
-            if let Some(w) = &mut self.w.rt {
-                st.c.engine_sample(&shape, &point, true, w)?;
-            }
-            if matches!(r.files.model, ModelMode::Rt | ModelMode::Both) {
-                if let Some(w) = &mut self.w.model {
-                    st.c.model_samples(&shape, &point, true, w)?;
-                }
-            }
-            st.last_rt = Some(next);
-            next += r.rt_interval_s;
-        }
-        Ok(())
-    }
-
-    /// The GVT sample of PE `p` closing the interval.
-    fn gvt_sample(&mut self, p: usize, d: f64) -> io::Result<()> {
-        let r = &self.sc.ross;
-        let gvt = f64::from(self.interval + 1) * r.gvt_step;
-        let shape = self.shape(p as u32);
-        let st = &mut self.pes[p];
-        let point = Point {
-            ts: gvt,
-            gvt,
-            real_time: self.t + d,
-            frac: 1.0,
-            pq_qsize: st.pq,
-            kp_vt: &st.kp_vt,
-        };
-        if let Some(w) = &mut self.w.gvt {
-            st.c.engine_sample(&shape, &point, false, w)?;
-        }
-        if matches!(r.files.model, ModelMode::Gvt | ModelMode::Both) {
-            if let Some(w) = &mut self.w.model {
-                st.c.model_samples(&shape, &point, false, w)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The final real-time sample of every PE (`ts = DBL_MAX`), then the
-    /// last flush of every file.
-    fn finish(&mut self) -> io::Result<()> {
-        let gvt = self.sc.end_gvt();
-        for p in 0..self.pes.len() {
-            let shape = self.shape(p as u32);
-            let st = &mut self.pes[p];
-            let real_time = st.last_rt.unwrap_or(self.t).max(self.t) + 1e-3;
-            let point = Point {
-                ts: f64::MAX,
-                gvt,
-                real_time,
-                frac: 0.0,
-                pq_qsize: 0,
-                kp_vt: &st.kp_vt,
-            };
-            if let Some(w) = &mut self.w.rt {
-                st.c.engine_sample(&shape, &point, true, w)?;
-            }
-        }
-        for w in [
-            &mut self.w.gvt,
-            &mut self.w.rt,
-            &mut self.w.evtrace,
-            &mut self.w.model,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            w.flush_blocks()?;
-        }
         Ok(())
     }
 }

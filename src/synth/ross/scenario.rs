@@ -349,3 +349,19 @@ impl RossScenario {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_scenario_is_valid_and_windows_map_to_intervals() {
+        let sc = RossScenario::from_toml(DEFAULT_ROSS_SCENARIO).unwrap();
+        sc.validate().unwrap();
+        assert_eq!(sc.total_lps(), 64);
+        assert_eq!(sc.intervals_in((40.0, 60.0)), 40..60);
+        assert_eq!(sc.intervals_in((39.5, 60.5)), 40..61);
+        assert_eq!(sc.intervals_in((0.0, 1e9)), 0..100);
+        assert!(sc.intervals_in((10.2, 10.8)).is_empty());
+    }
+}
