@@ -34,8 +34,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write synthetic TAU-format streams (and their ground truth) from a scenario file.
-    Synth(synth::SynthArgs),
+    /// Write synthetic TAU-format streams (and their ground truth) from a scenario file;
+    /// `synth ross` writes synthetic ROSS instrumentation files instead.
+    Synth(Box<synth::SynthArgs>),
     /// Summarise what a TAU stream holds, step by step.
     Dump(dump::DumpArgs),
     /// Analyse TAU streams on N AD ranks (under mpirun): label every execution.
@@ -66,7 +67,7 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match Cli::parse_from(argv).command {
-        Command::Synth(a) => chimbuko_mpi::synth::run(a.into_options()),
+        Command::Synth(a) => (*a).run(),
         Command::Dump(a) => dump::run_dump(a),
         Command::Run(a) => chimbuko_mpi::run::run_on_mpi(&a.into_options(effective)),
         Command::Inspect(a) => inspect::run_inspect(a),

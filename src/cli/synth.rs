@@ -2,12 +2,18 @@
 
 use std::path::PathBuf;
 
+use chimbuko_mpi::synth::ross::RossOptions;
 use chimbuko_mpi::synth::SynthOptions;
 use chimbuko_mpi::trace::adios::Engine;
 
-/// The flags of `chimbuko-mpi synth`.
+/// The flags of `chimbuko-mpi synth` (TAU streams), or its `ross`
+/// subcommand.
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SynthArgs {
+    /// Another kind of synthetic trace.
+    #[command(subcommand)]
+    pub kind: Option<SynthKind>,
     /// Scenario file (TOML). Without it, the built-in demo scenario.
     pub scenario: Option<PathBuf>,
     /// Output directory for streams and ground truth.
@@ -64,6 +70,56 @@ pub struct SynthArgs {
     pub adios_params: Vec<(String, String)>,
 }
 
+/// The subcommands of `synth`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum SynthKind {
+    /// Write synthetic ROSS instrumentation files (gvt, rt, evtrace, model)
+    /// of a PHOLD-like run, with injected anomalies and `truth-ross.csv`.
+    Ross(RossArgs),
+}
+
+/// The flags of `chimbuko-mpi synth ross`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RossArgs {
+    /// Scenario file (TOML, a `[ross]` table). Without it, the built-in
+    /// `scenarios/ross-phold.toml`.
+    pub scenario: Option<PathBuf>,
+    /// Output directory for the files and the ground truth.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override the scenario's number of PEs.
+    #[arg(long)]
+    pub pes: Option<u32>,
+    /// Override the scenario's number of GVT intervals.
+    #[arg(long)]
+    pub intervals: Option<u32>,
+    /// Override the scenario's file prefix.
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Sleep this long after each flush, so that a follower can read the
+    /// files while they grow.
+    #[arg(long)]
+    pub pace_ms: Option<f64>,
+}
+
+impl RossArgs {
+    /// The options `synth ross` takes.
+    pub fn into_options(self) -> RossOptions {
+        RossOptions {
+            scenario: self.scenario,
+            out: self.out,
+            seed: self.seed,
+            pes: self.pes,
+            intervals: self.intervals,
+            prefix: self.prefix,
+            pace_ms: self.pace_ms,
+        }
+    }
+}
+
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
     s.split_once('=')
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
@@ -83,6 +139,14 @@ fn parse_burst(s: &str) -> Result<(u64, u64), String> {
 }
 
 impl SynthArgs {
+    /// Runs `synth` or its subcommand.
+    pub fn run(self) -> anyhow::Result<()> {
+        match self.kind {
+            Some(SynthKind::Ross(a)) => chimbuko_mpi::synth::ross::run_ross(&a.into_options()),
+            None => chimbuko_mpi::synth::run(self.into_options()),
+        }
+    }
+
     /// The options `synth` takes.
     pub fn into_options(self) -> SynthOptions {
         SynthOptions {

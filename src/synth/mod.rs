@@ -6,9 +6,13 @@
 //! `<out>/<prefix>-<binary>-<rank>.bp` with the real ADIOS2 library, laid out
 //! as TAU writes it, plus the ground truth `<out>/truth-<binary>.csv` listing
 //! every injected anomalous execution.
+//!
+//! [`ross`] (`synth ross`) writes synthetic ROSS instrumentation files
+//! instead, with their own scenario format and ground truth.
 
 pub mod generator;
 pub mod rng;
+pub mod ross;
 pub mod scenario;
 
 use std::io::Write;

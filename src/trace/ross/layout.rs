@@ -5,6 +5,9 @@
 //! ROSS writes with a plain `memcpy`. Fields are decoded one by one with
 //! `from_le_bytes` from fixed-size arrays, so a record costs a few loads
 //! and no allocation, and nothing here can read out of bounds.
+//!
+//! The `encode_*` functions write the same layouts back (for
+//! [`super::writer`] and the `synth ross` generator).
 
 use super::records::*;
 
@@ -192,6 +195,122 @@ pub(super) fn vt_model_sample<'a>(h: &[u8; VT_HEADER_LEN], payload: &'a [u8]) ->
         peid: u64_at(h, 16),
         ts: f64_at(h, 24),
         payload,
+    }
+}
+
+// Encoders: the inverse of the decoders above, for writing files that the
+// reader (and any tool reading ROSS's output) decodes to the same values.
+// Bytes ROSS leaves unset (the LP record's `s_process_event` and padding,
+// the VT model sample's `real_time`) are written as zeros.
+
+fn put_engine_header(out: &mut Vec<u8>, flag: i32, sample_sz: usize, h: &SampleHeader) {
+    out.extend_from_slice(&flag.to_le_bytes());
+    out.extend_from_slice(&(sample_sz as i32).to_le_bytes());
+    out.extend_from_slice(&h.ts.to_le_bytes());
+    out.extend_from_slice(&h.real_time.to_le_bytes());
+}
+
+fn put_u32s(out: &mut Vec<u8>, vs: &[u32]) {
+    vs.iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+}
+
+fn put_f32s(out: &mut Vec<u8>, vs: &[f32]) {
+    vs.iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+}
+
+/// Appends a PE sample (24 + 104 bytes) to `out`; `flag` is written as
+/// [`FLAG_PE`] whatever `s.header.flag` says.
+pub fn encode_pe(s: &PeSample, out: &mut Vec<u8>) {
+    put_engine_header(out, FLAG_PE, PE_SAMPLE_SZ, &s.header);
+    #[rustfmt::skip]
+    put_u32s(out, &[
+        s.peid, s.nevent_processed, s.nevent_abort, s.e_rbs, s.rb_total, s.rb_secondary,
+        s.fc_attempts, s.pq_qsize, s.nsend_network, s.nread_network, s.ngvts,
+        s.pe_event_ties, s.all_reduce_count,
+    ]);
+    #[rustfmt::skip]
+    put_f32s(out, &[
+        s.efficiency, s.net_read_s, s.net_other_s, s.gvt_s, s.fossil_collect_s,
+        s.event_abort_s, s.event_process_s, s.pq_s, s.rollback_s, s.cancel_q_s, s.avl_s,
+        s.buddy_s, s.lz4_s,
+    ]);
+}
+
+/// Appends a KP sample (24 + 44 bytes) to `out`, with `flag` [`FLAG_KP`].
+pub fn encode_kp(s: &KpSample, out: &mut Vec<u8>) {
+    put_engine_header(out, FLAG_KP, KP_SAMPLE_SZ, &s.header);
+    #[rustfmt::skip]
+    put_u32s(out, &[
+        s.peid, s.kpid, s.nevent_processed, s.nevent_abort, s.e_rbs, s.rb_total,
+        s.rb_secondary, s.nsend_network, s.nread_network,
+    ]);
+    put_f32s(out, &[s.time_ahead_gvt, s.efficiency]);
+}
+
+/// Appends an LP sample (24 + 48 bytes) to `out`, with `flag` [`FLAG_LP`]
+/// and zeros for `s_process_event` and the padding.
+pub fn encode_lp(s: &LpSample, out: &mut Vec<u8>) {
+    put_engine_header(out, FLAG_LP, LP_SAMPLE_SZ, &s.header);
+    #[rustfmt::skip]
+    put_u32s(out, &[
+        s.peid, s.kpid, s.lpid, s.nevent_processed, s.nevent_abort, s.e_rbs,
+        s.nsend_network, s.nread_network,
+    ]);
+    out.extend_from_slice(&0u64.to_le_bytes());
+    put_f32s(out, &[s.efficiency]);
+    out.extend_from_slice(&[0u8; 4]);
+}
+
+/// Appends a model sample (48 bytes + its payload) to `out`.
+pub fn encode_model(s: &ModelSample<'_>, out: &mut Vec<u8>) {
+    out.extend_from_slice(&FLAG_MODEL.to_le_bytes());
+    out.extend_from_slice(&MODEL_SAMPLE_SZ.to_le_bytes());
+    out.extend_from_slice(&s.ts.to_le_bytes());
+    out.extend_from_slice(&s.real_time.to_le_bytes());
+    put_u32s(out, &[s.peid, s.kpid, s.lpid]);
+    put_f32s(out, &[s.gvt]);
+    let stats_type: i32 = match s.stats_type {
+        StatsType::Gvt => 1,
+        StatsType::RealTime => 2,
+    };
+    out.extend_from_slice(&stats_type.to_le_bytes());
+    put_u32s(out, &[s.payload.len() as u32]);
+    out.extend_from_slice(s.payload);
+}
+
+/// Appends an event-trace record (24 bytes + its payload) to `out`.
+#[inline]
+pub fn encode_event(e: &TraceEvent<'_>, out: &mut Vec<u8>) {
+    put_u32s(out, &[e.src_lp, e.dest_lp]);
+    put_f32s(out, &[e.send_vts, e.recv_vts, e.real_ts]);
+    put_u32s(out, &[e.payload.len() as u32]);
+    out.extend_from_slice(e.payload);
+}
+
+/// Appends a VT model sample (48 bytes + its payload) to `out`, with zeros
+/// for its unset `real_time`.
+pub fn encode_vt_model(s: &VtModelSample<'_>, out: &mut Vec<u8>) {
+    for v in [s.lpid, s.kpid, s.peid] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&s.ts.to_le_bytes());
+    out.extend_from_slice(&0f64.to_le_bytes());
+    out.extend_from_slice(&(s.payload.len() as i32).to_le_bytes());
+    out.extend_from_slice(&FLAG_MODEL.to_le_bytes());
+    out.extend_from_slice(s.payload);
+}
+
+/// Appends any record to `out` in its file layout.
+pub fn encode_record(rec: &Record<'_>, out: &mut Vec<u8>) {
+    match rec {
+        Record::Pe(s) => encode_pe(s, out),
+        Record::Kp(s) => encode_kp(s, out),
+        Record::Lp(s) => encode_lp(s, out),
+        Record::Model(s) => encode_model(s, out),
+        Record::Event(e) => encode_event(e, out),
+        Record::VtModel(s) => encode_vt_model(s, out),
     }
 }
 

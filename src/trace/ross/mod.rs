@@ -17,7 +17,9 @@
 //!   record with its byte offset;
 //! - [`records`]: the typed records ([`Record`]: PE, KP and LP engine
 //!   samples, model samples, trace events, VT model samples); [`layout`]:
-//!   their byte layouts and decoding;
+//!   their byte layouts, decoding and encoding;
+//! - [`writer`]: [`FlushWriter`], per-PE buffers flushed in PE order, as
+//!   ROSS writes its files (used by `synth ross`);
 //! - [`series`]: engine samples regrouped per PE, VT model samples without
 //!   rollback repeats;
 //! - [`totals`]: totals of the delta counters per PE, KP and LP, and of an
@@ -46,6 +48,7 @@ pub mod records;
 pub mod schema;
 pub mod series;
 pub mod totals;
+pub mod writer;
 
 pub use clock::{ClockRescale, ClockSource, RossStdout, RunTotals};
 pub use error::{RossError, RossErrorKind};
@@ -58,3 +61,4 @@ pub use records::{
 pub use schema::{Payload, PayloadKind, PayloadLayout, Schema, Value};
 pub use series::{EngineSeries, OwnedVtSample, PeSeries, VtSamples};
 pub use totals::{EngineTotals, EventCounts, KpTotals, LpTotals, PeSeconds, PeTotals, TraceTotals};
+pub use writer::FlushWriter;

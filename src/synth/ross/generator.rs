@@ -1,0 +1,353 @@
+//! The PHOLD-like simulation behind `synth ross`: one GVT interval at a
+//! time, every PE's events, rollbacks and samples, written as generated.
+//!
+//! Per interval `i` (GVT `g = i * gvt_step`): each PE processes its batch
+//! (plus the extra events of a hotspot LP it holds), each event is rolled
+//! back with the PE's rollback probability, each KP's rolled-back events
+//! make its rollbacks (one straggler per primary rollback). The interval
+//! lasts `interval_real_s` of real time, or longer when a slow PE's
+//! handlers need more (GVT waits for the slowest PE); a PE is active for
+//! its handler time plus a small overhead and blocked in GVT for the rest,
+//! which is when the real-time sampler cannot run. Real-time samples fall
+//! every `rt_interval_s` of the PE's active time (a tick that passes while
+//! blocked is taken when the PE resumes); GVT samples close the interval.
+
+use std::io::{self, Write};
+
+use super::emit::*;
+use super::scenario::{RossAnomaly, RossScenario, TraceMode};
+use crate::synth::rng::Rng;
+use crate::trace::ross::layout::encode_event;
+use crate::trace::ross::{FlushWriter, TraceEvent};
+
+/// The writers of the files a scenario asks for (`None`: not written).
+#[derive(Debug)]
+pub struct RossWriters<W: Write> {
+    /// `-gvt.bin`.
+    pub gvt: Option<FlushWriter<W>>,
+    /// `-rt.bin`.
+    pub rt: Option<FlushWriter<W>>,
+    /// `-evtrace.bin`.
+    pub evtrace: Option<FlushWriter<W>>,
+    /// `-model.bin`.
+    pub model: Option<FlushWriter<W>>,
+}
+
+/// The real-time span of an anomaly's intervals, once generated.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Span {
+    /// Real time at the start of its first interval.
+    pub real_from: f64,
+    /// Real time at the end of its last interval.
+    pub real_to: f64,
+}
+
+/// One PE's state across intervals.
+#[derive(Debug)]
+pub(super) struct PeState {
+    pub(super) rng: Rng,
+    pub(super) c: PeCounters,
+    pub(super) kp_vt: Vec<f64>,
+    pub(super) pq: u32,
+    pub(super) last_rt: Option<f64>,
+    payload: Vec<u8>,
+}
+
+/// What a PE does in the current interval.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Plan {
+    /// Extra events for hotspot LPs: (local LP index, count, rollback probability).
+    hot: Vec<(usize, u64, f64)>,
+    n: u64,
+    busy: f64,
+    pub(super) active: f64,
+    slow: f64,
+}
+
+/// Generates a scenario's files, interval by interval.
+#[derive(Debug)]
+pub struct RossGenerator<'s, W: Write> {
+    pub(super) sc: &'s RossScenario,
+    pub(super) w: RossWriters<W>,
+    pub(super) pes: Vec<PeState>,
+    rng: Rng,
+    pub(super) interval: u32,
+    pub(super) t: f64,
+    spans: Vec<Span>,
+}
+
+impl<'s, W: Write> RossGenerator<'s, W> {
+    /// A generator of `sc` (validated) writing to `w`.
+    pub fn new(sc: &'s RossScenario, w: RossWriters<W>) -> Self {
+        let r = &sc.ross;
+        let (kps, lps) = (r.kps_per_pe as usize, sc.lps_per_pe() as usize);
+        let pes = (0..r.pes)
+            .map(|p| PeState {
+                rng: Rng::new(&[r.seed, 0x5255_5353, u64::from(p)]),
+                c: PeCounters::new(kps, lps, r.files.model_sz as usize),
+                kp_vt: vec![0.0; kps],
+                pq: 0,
+                last_rt: None,
+                payload: vec![0; r.files.event_payload_sz as usize],
+            })
+            .collect();
+        RossGenerator {
+            sc,
+            w,
+            pes,
+            rng: Rng::new(&[r.seed, 0x4756_5400]),
+            interval: 0,
+            t: r.start_real_time,
+            spans: vec![Span::default(); sc.anomaly.len()],
+        }
+    }
+
+    /// Generates every interval and the final samples, flushes the files
+    /// and hands back the writers and the real-time span of each anomaly.
+    pub fn run(mut self) -> io::Result<(RossWriters<W>, Vec<Span>)> {
+        while self.interval < self.sc.ross.intervals {
+            self.step()?;
+        }
+        self.finish()?;
+        Ok((self.w, self.spans))
+    }
+
+    fn plans(&mut self) -> (Vec<Plan>, f64, f64, Option<u32>) {
+        let sc = self.sc;
+        let r = &sc.ross;
+        let i = self.interval;
+        let lps = sc.lps_per_pe();
+        let mut plans = vec![Plan::default(); r.pes as usize];
+        let mut rb_mult = 1.0;
+        let mut slow_pe = None;
+        for a in &sc.anomaly {
+            if !sc.intervals_in(a.window()).contains(&i) {
+                continue;
+            }
+            match *a {
+                RossAnomaly::SlowPe { pe, factor, .. } => {
+                    plans[pe as usize].slow = plans[pe as usize].slow.max(1.0) * factor;
+                    rb_mult *= 1.0 + factor.log2();
+                    slow_pe = Some(pe);
+                }
+                RossAnomaly::HotspotLp { lp, factor, .. } => {
+                    let extra = ((factor - 1.0) * f64::from(r.events_per_interval) / f64::from(lps))
+                        .round() as u64;
+                    plans[(lp / lps) as usize]
+                        .hot
+                        .push(((lp % lps) as usize, extra, factor));
+                }
+            }
+        }
+        let rb = (r.rollback_fraction * rb_mult).min(0.9);
+        let overhead = 0.1 * r.interval_real_s;
+        let mut longest: f64 = 0.0;
+        for (p, plan) in plans.iter_mut().enumerate() {
+            plan.slow = plan.slow.max(1.0);
+            plan.n = u64::from(r.events_per_interval) + plan.hot.iter().map(|h| h.1).sum::<u64>();
+            for h in &mut plan.hot {
+                h.2 = (rb * h.2.sqrt()).min(0.9);
+            }
+            let noise = (0.1 * self.pes[p].rng.normal()).exp();
+            plan.busy = plan.n as f64 * r.event_s * plan.slow * noise;
+            longest = longest.max(plan.busy + overhead);
+        }
+        let jitter = 1.0 + (0.05 * self.rng.normal()).clamp(-0.2, 0.2);
+        let d = (r.interval_real_s * jitter).max(longest * 1.02);
+        for plan in &mut plans {
+            plan.active = (plan.busy + overhead).min(d);
+        }
+        (plans, d, rb, slow_pe)
+    }
+
+    /// One GVT interval of every PE.
+    fn step(&mut self) -> io::Result<()> {
+        let (plans, d, rb, slow_pe) = self.plans();
+        let i = self.interval;
+        for (k, a) in self.sc.anomaly.iter().enumerate() {
+            let range = self.sc.intervals_in(a.window());
+            if range.start == i {
+                self.spans[k].real_from = self.t;
+            }
+            if range.end == i + 1 {
+                self.spans[k].real_to = self.t + d;
+            }
+        }
+        for (p, plan) in plans.iter().enumerate() {
+            self.simulate(p, plan, d, rb, slow_pe)?;
+            self.rt_samples(p, plan)?;
+            self.gvt_sample(p, d)?;
+            self.pes[p].c.close_interval();
+        }
+        self.t += d;
+        self.interval += 1;
+        Ok(())
+    }
+
+    /// A random LP on a PE other than `pe` (on `pe` when it is the only one).
+    fn remote_lp(rng: &mut Rng, sc: &RossScenario, pe: u32) -> u32 {
+        let (pes, lps) = (sc.ross.pes, sc.lps_per_pe());
+        let other = if pes > 1 {
+            (pe + 1 + rng.below(u64::from(pes - 1)) as u32) % pes
+        } else {
+            pe
+        };
+        other * lps + rng.below(u64::from(lps)) as u32
+    }
+
+    /// Events, rollbacks and counters of PE `p` in this interval.
+    fn simulate(
+        &mut self,
+        p: usize,
+        plan: &Plan,
+        d: f64,
+        rb: f64,
+        slow_pe: Option<u32>,
+    ) -> io::Result<()> {
+        let sc = self.sc;
+        let r = &sc.ross;
+        let mode = r.files.evtrace;
+        let lps = sc.lps_per_pe();
+        let lpk = r.lps_per_kp as usize;
+        let pe = p as u32;
+        let lp0 = pe * lps;
+        let g = f64::from(self.interval) * r.gvt_step;
+        let (t, active) = (self.t, plan.active);
+        let st = &mut self.pes[p];
+        let mut hot_left: Vec<u64> = plan.hot.iter().map(|h| h.1).collect();
+        let mut hot_total: u64 = hot_left.iter().sum();
+        for k in 0..plan.n {
+            let mut u = st.rng.below(plan.n - k);
+            let mut hot = None;
+            if u < hot_total {
+                for (h, left) in hot_left.iter_mut().enumerate() {
+                    if u < *left {
+                        *left -= 1;
+                        hot_total -= 1;
+                        hot = Some(h);
+                        break;
+                    }
+                    u -= *left;
+                }
+            }
+            let remote_in = r.pes > 1 && st.rng.uniform() < r.remote_fraction;
+            let (idx, src, prb) = match hot {
+                Some(h) => {
+                    let (idx, _, prb) = plan.hot[h];
+                    (idx, Self::remote_lp(&mut st.rng, sc, pe), prb)
+                }
+                None => {
+                    let idx = st.rng.below(u64::from(lps)) as usize;
+                    let src = if remote_in {
+                        Self::remote_lp(&mut st.rng, sc, pe)
+                    } else {
+                        lp0 + st.rng.below(u64::from(lps)) as u32
+                    };
+                    (idx, src, rb)
+                }
+            };
+            let rolled = st.rng.uniform() < prb;
+            let send_out = r.pes > 1 && st.rng.uniform() < r.remote_fraction;
+            let lp = &mut st.c.int.lp[idx];
+            lp[LP_PROCESSED] += 1;
+            lp[LP_RBS] += u64::from(rolled);
+            lp[LP_SEND] += u64::from(send_out);
+            lp[LP_READ] += u64::from(src / lps != pe);
+            let send_vts = g + st.rng.uniform() * 2.0 * r.gvt_step;
+            let delay = r.lookahead - r.mean_delay * (1.0 - st.rng.uniform()).ln();
+            let recv_vts = send_vts + delay;
+            let kp = idx / lpk;
+            st.kp_vt[kp] = st.kp_vt[kp].max(recv_vts);
+            let real_ts = match mode {
+                TraceMode::Full => t + active * (k as f64 + 0.5) / plan.n as f64,
+                TraceMode::Commit if !rolled => t + d,
+                _ => continue,
+            };
+            let ev = TraceEvent {
+                src_lp: src,
+                dest_lp: lp0 + idx as u32,
+                send_vts: send_vts as f32,
+                recv_vts: recv_vts as f32,
+                real_ts: real_ts as f32,
+                payload: &st.payload,
+            };
+            if let Some(w) = &mut self.w.evtrace {
+                w.push_with(p, 24 + ev.payload.len(), |b| encode_event(&ev, b))?;
+            }
+        }
+        // Rollbacks per KP; one straggler per primary rollback.
+        let mut primaries = Vec::with_capacity(st.kp_vt.len());
+        for kp in 0..st.kp_vt.len() {
+            let rbs: u64 = st.c.int.lp[kp * lpk..(kp + 1) * lpk]
+                .iter()
+                .map(|l| l[LP_RBS])
+                .sum();
+            let total = if rbs == 0 {
+                0
+            } else {
+                ((rbs as f64 / r.events_per_rollback).round() as u64).max(1)
+            };
+            let secondary = (total as f64 * r.secondary_fraction).floor() as u64;
+            st.c.int.kp[kp] = [total, secondary];
+            primaries.push((rbs, total - secondary));
+        }
+        let stragglers: u64 = primaries.iter().map(|x| x.1).sum();
+        let mut s = 0u64;
+        for (kp, &(rbs, primary)) in primaries.iter().enumerate() {
+            for _ in 0..primary {
+                let mut u = st.rng.below(rbs);
+                let mut idx = kp * lpk;
+                for (j, l) in st.c.int.lp[kp * lpk..(kp + 1) * lpk].iter().enumerate() {
+                    if u < l[LP_RBS] {
+                        idx = kp * lpk + j;
+                        break;
+                    }
+                    u -= l[LP_RBS];
+                }
+                let src = match slow_pe {
+                    Some(sp) if sp != pe && st.rng.uniform() < 0.8 => {
+                        sp * lps + st.rng.below(u64::from(lps)) as u32
+                    }
+                    _ => Self::remote_lp(&mut st.rng, sc, pe),
+                };
+                let recv_vts = g + st.rng.uniform() * r.gvt_step;
+                let send_vts = recv_vts - (recv_vts - g) * st.rng.uniform();
+                let real_ts = t + active * (s as f64 + 0.5) / stragglers as f64;
+                s += 1;
+                if mode != TraceMode::Rollback {
+                    continue;
+                }
+                let ev = TraceEvent {
+                    src_lp: src,
+                    dest_lp: lp0 + idx as u32,
+                    send_vts: send_vts as f32,
+                    recv_vts: recv_vts as f32,
+                    real_ts: real_ts as f32,
+                    payload: &st.payload,
+                };
+                if let Some(w) = &mut self.w.evtrace {
+                    w.push_with(p, 24 + ev.payload.len(), |b| encode_event(&ev, b))?;
+                }
+            }
+        }
+        // PE counters and times.
+        let c = &mut st.c.int;
+        let (mut rbs, mut read) = (0u64, 0u64);
+        for l in &c.lp {
+            rbs += l[LP_RBS];
+            read += l[LP_READ];
+        }
+        c.pe = [1, 1, 0, 2];
+        c.t[T_PROCESS] = plan.busy;
+        c.t[T_ROLLBACK] = rbs as f64 * r.event_s * plan.slow * 0.5;
+        c.t[T_GVT] = (d - active) + 2e-5;
+        c.t[T_NET_READ] = read as f64 * 2e-7;
+        c.t[T_NET_OTHER] = 1e-5 * (1.0 + 0.1 * st.rng.uniform());
+        c.t[T_FOSSIL] = 1e-5 + plan.n as f64 * 5e-9;
+        c.t[T_PQ] = plan.n as f64 * 1e-7;
+        let load = plan.n as f64 / f64::from(r.events_per_interval);
+        let noise = (1.0 + 0.1 * st.rng.normal()).max(0.5);
+        st.pq = (f64::from(lps) * load * noise).round() as u32 + 1;
+        Ok(())
+    }
+}
