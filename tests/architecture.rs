@@ -113,7 +113,10 @@ fn rooms_import_only_what_the_architecture_allows() {
         ("synth", vec!["collectives", "trace", "util"]),
         ("dump", vec!["trace"]),
         ("fuzzing", vec!["events", "trace"]),
-        ("ross", vec!["trace", "util"]),
+        (
+            "ross",
+            vec!["collectives", "output", "sys", "trace", "util"],
+        ),
         ("lib", vec![]),
         ("main", vec![]),
         ("cli", vec![]),

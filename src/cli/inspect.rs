@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 
 use chimbuko_mpi::output::read::{export_json, print_inspect, Provenance};
+use chimbuko_mpi::output::ross::{is_ross_file, RossProvenance};
 
 /// The flags of `inspect`.
 #[derive(Args)]
 pub struct InspectArgs {
-    /// Provenance file written by `run`.
+    /// Provenance file written by `run` or `ross`.
     file: PathBuf,
     /// Rows of the per-function table.
     #[arg(long, default_value_t = 10)]
@@ -20,7 +21,9 @@ pub struct InspectArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// Write JSON documents (anomalies, normalexecs, metadata, func_stats,
-    /// counter_stats, ad_model) with the field names of Chimbuko's schema.
+    /// counter_stats, ad_model) with the field names of Chimbuko's schema;
+    /// for the file of a ROSS analysis: anomalies, entities, series_stats,
+    /// metadata.
     #[arg(long, required = true)]
     json: bool,
     /// Provenance file written by `run`.
@@ -31,6 +34,11 @@ pub struct ExportArgs {
 
 /// Runs `inspect`.
 pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
+    if is_ross_file(&a.file)? {
+        let p = RossProvenance::load(&a.file)?;
+        p.print_inspect(&mut std::io::stdout().lock(), a.top)?;
+        return Ok(());
+    }
     let p = Provenance::load(&a.file)?;
     let stdout = std::io::stdout();
     print_inspect(&p, &mut stdout.lock(), a.top)?;
@@ -39,8 +47,12 @@ pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
 
 /// Runs `export`.
 pub fn run_export(a: ExportArgs) -> anyhow::Result<()> {
-    let p = Provenance::load(&a.file)?;
-    for (name, n) in export_json(&p, &a.out)? {
+    let written = if is_ross_file(&a.file)? {
+        RossProvenance::load(&a.file)?.export_json(&a.out)?
+    } else {
+        export_json(&Provenance::load(&a.file)?, &a.out)?
+    };
+    for (name, n) in written {
         println!("{}: {n} documents", a.out.join(name).display());
     }
     Ok(())

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use chimbuko_mpi::collectives::Collectives;
 use chimbuko_mpi::ross::peers::PeerRule;
-use chimbuko_mpi::ross::{analyse, RossOptions};
+use chimbuko_mpi::ross::report::RossReport;
+use chimbuko_mpi::ross::{analyse_shared, provenance, RossOptions};
 
 /// The flags of `ross`.
 #[derive(Args)]
@@ -37,6 +39,16 @@ pub struct RossArgs {
     /// Write the summary (anomalies, PEs ranked by cost) as JSON here.
     #[arg(long)]
     summary_out: Option<PathBuf>,
+    /// The provenance file (HDF5) to write; `<prefix>-provenance.h5` in the
+    /// current directory by default.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Replace the provenance file if it exists.
+    #[arg(long)]
+    overwrite: bool,
+    /// Write no provenance file.
+    #[arg(long, conflicts_with_all = ["out", "overwrite"])]
+    no_provenance: bool,
 }
 
 /// Runs `ross`.
@@ -66,12 +78,48 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         clock_rate: a.clock_rate,
         ross_stdout: a.ross_stdout,
     };
-    let report = analyse(&opts)?;
-    print!("{}", report.text());
-    if let Some(p) = &a.summary_out {
-        let text = serde_json::to_string_pretty(&report.json)?;
-        std::fs::write(p, text + "\n")
-            .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let coll = Collectives::init()?;
+    let findings = analyse_shared(&opts, &coll)?;
+    let report = RossReport::new(&findings);
+    if !a.no_provenance {
+        let out = a.out.clone().unwrap_or_else(|| {
+            PathBuf::from(format!("{}-provenance.h5", findings.run.files.prefix))
+        });
+        provenance::write(
+            &out,
+            &coll,
+            a.overwrite,
+            &findings,
+            &report.json["run"],
+            started,
+        )?;
+        if coll.rank() == 0 {
+            eprintln!("ross: provenance in {}", out.display());
+        }
+    }
+    if let Some(t) = &findings.trace {
+        if coll.rank() == 0 {
+            let mb = t.tally.bytes as f64 / 1e6;
+            eprintln!(
+                "ross: event trace: {mb:.1} MB, {} records counted in {:.3} s on {} rank(s) \
+                 ({:.0} MB/s)",
+                t.tally.records,
+                t.seconds,
+                coll.size(),
+                mb / t.seconds.max(1e-9)
+            );
+        }
+    }
+    if coll.rank() == 0 {
+        print!("{}", report.text());
+        if let Some(p) = &a.summary_out {
+            let text = serde_json::to_string_pretty(&report.json)?;
+            std::fs::write(p, text + "\n")
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+        }
     }
     Ok(())
 }

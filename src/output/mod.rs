@@ -23,6 +23,7 @@ pub mod provenance;
 pub mod read;
 pub mod records;
 pub mod report;
+pub mod ross;
 pub mod stats;
 pub mod summary;
 pub mod totals;

@@ -12,26 +12,34 @@
 //!    caused them, and the run time each PE cost;
 //! 6. [`report`]: the summary (text and JSON).
 //!
-//! This first version analyses finished files in one process. Work
-//! sharing over AD ranks, the provenance file, following files while ROSS
-//! writes them and the real-time (RT) file's series are still to come.
+//! Besides, [`share`] says how AD ranks share the work, [`trace_counts`]
+//! counts the event trace, [`follow`] reads files while ROSS writes them
+//! and [`provenance`] writes what was found into the HDF5 provenance file.
 
 pub mod attribution;
+pub mod follow;
 pub mod hotspots;
 pub mod peers;
+pub mod provenance;
 pub mod report;
+pub mod share;
 pub mod signals;
+pub mod trace_counts;
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 
 use crate::trace::ross::{
-    ClockRescale, EngineSeries, FileKind, Record, RecordReader, RossStdout, StatsFiles,
+    ClockRescale, EngineSeries, FileKind, RecordReader, RossError, RossStdout, StatsFiles,
 };
-use peers::PeerRule;
+use hotspots::HotspotLp;
+use peers::{PeerAnomaly, PeerRule};
 use report::RossReport;
+use share::{agree_ranges, guess_ranges, Alone, Ranges, WorkShare};
 use signals::RunSeries;
+use trace_counts::{gvt_grid, GridIndex, HotTally, TraceTally};
 
 /// What `chimbuko-mpi ross` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -52,66 +60,302 @@ pub struct RossOptions {
 /// the user says which rate it ran with.
 const ROSS_DEFAULT_CLOCK_HZ: f64 = 1e9;
 
-/// Analyses a finished ROSS run.
-pub fn analyse(opts: &RossOptions) -> anyhow::Result<RossReport> {
-    let files = match &opts.prefix {
-        Some(p) => StatsFiles::find_with_prefix(&opts.path, p)?,
-        None => StatsFiles::find(&opts.path)?,
-    };
-    let Some(gvt) = files.path(FileKind::Gvt) else {
-        bail!(
-            "{}: no GVT engine file ({}-gvt.bin): run ROSS with --engine-stats=1 or 4",
-            files.dir.display(),
-            files.prefix
-        );
-    };
-    let stdout = opts
-        .ross_stdout
-        .as_ref()
-        .map(|p| RossStdout::read(p))
-        .transpose()?;
-    let used_hz = stdout
-        .as_ref()
-        .and_then(|s| s.clock_rate_hz)
-        .unwrap_or(ROSS_DEFAULT_CLOCK_HZ);
-    let rescale = opts
-        .clock_rate
-        .and_then(|real| ClockRescale::new(used_hz, real));
-    let mut reader = RecordReader::open(&gvt, FileKind::Gvt)?;
-    let mut engine = EngineSeries::default();
-    while let Some(rec) = reader.next_record()? {
-        let mut rec: Record<'_> = rec;
-        if let Some(r) = &rescale {
-            r.apply(&mut rec);
+/// A run's files and what is known about how ROSS ran.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    /// The stats files.
+    pub files: StatsFiles,
+    /// ROSS's stdout, when a copy was given.
+    pub stdout: Option<RossStdout>,
+    /// Rescaling of seconds to the real clock rate, when `--clock-rate`
+    /// was given.
+    pub rescale: Option<ClockRescale>,
+}
+
+impl RunFiles {
+    /// Finds the run's files; refuses a run without engine samples.
+    pub fn find(opts: &RossOptions) -> anyhow::Result<Self> {
+        let files = match &opts.prefix {
+            Some(p) => StatsFiles::find_with_prefix(&opts.path, p)?,
+            None => StatsFiles::find(&opts.path)?,
+        };
+        if files.path(FileKind::Gvt).is_none() && files.path(FileKind::Rt).is_none() {
+            bail!(
+                "{}: no GVT or real-time engine file ({}-gvt.bin, -rt.bin): run ROSS with \
+                 --engine-stats=1, 2 or 4",
+                files.dir.display(),
+                files.prefix
+            );
         }
-        engine.add(&rec);
+        let stdout = opts
+            .ross_stdout
+            .as_ref()
+            .map(|p| RossStdout::read(p))
+            .transpose()?;
+        let used_hz = stdout
+            .as_ref()
+            .and_then(|s| s.clock_rate_hz)
+            .unwrap_or(ROSS_DEFAULT_CLOCK_HZ);
+        let rescale = opts
+            .clock_rate
+            .and_then(|real| ClockRescale::new(used_hz, real));
+        Ok(RunFiles {
+            files,
+            stdout,
+            rescale,
+        })
     }
-    let series = RunSeries::from_engine(&engine);
-    let anomalies = peers::find(&series, &opts.rule);
-    let caused = attribution::causes(&anomalies);
-    let costs = attribution::costs(&series, &anomalies, &caused);
-    let grid = series
+
+    /// The number of model LPs, when ROSS's stdout gave it.
+    pub fn model_lps(&self) -> Option<u64> {
+        self.stdout.as_ref().and_then(|s| s.total_lps)
+    }
+}
+
+/// What the event trace held.
+#[derive(Debug, Clone, Default)]
+pub struct TraceSummary {
+    /// The file.
+    pub path: PathBuf,
+    /// Records and bytes counted, events per GVT interval.
+    pub tally: TraceTally,
+    /// Seconds pass 1 took on this rank (a timing: reported on stderr,
+    /// never in the summary, which must not depend on the machine).
+    pub seconds: f64,
+}
+
+/// Everything the analysis found: the input of the report and of the
+/// provenance file.
+#[derive(Debug, Clone)]
+pub struct Findings {
+    /// The run's files.
+    pub run: RunFiles,
+    /// The options the analysis ran with.
+    pub rule: PeerRule,
+    /// Series per GVT interval (GVT file).
+    pub gvt: RunSeries,
+    /// Anomalies in the GVT series, and the PE each is attributed to.
+    pub gvt_anomalies: Vec<(PeerAnomaly, Option<u32>)>,
+    /// Series per real-time step (RT file), if there is one.
+    pub rt: Option<RunSeries>,
+    /// Anomalies in the RT series, with their attribution.
+    pub rt_anomalies: Vec<(PeerAnomaly, Option<u32>)>,
+    /// Hotspot LPs of the event trace.
+    pub hotspots: Vec<HotspotLp>,
+    /// Run time each PE cost, seconds.
+    pub costs: BTreeMap<u32, f64>,
+    /// The event trace, if there is one.
+    pub trace: Option<TraceSummary>,
+    /// Problems met that did not stop the analysis (a bad record ends a
+    /// file; what came before it is kept).
+    pub warnings: Vec<String>,
+}
+
+/// Analyses a finished ROSS run in this process alone.
+pub fn analyse(opts: &RossOptions) -> anyhow::Result<RossReport> {
+    Ok(RossReport::new(&analyse_shared(opts, &Alone)?))
+}
+
+/// Analyses a finished ROSS run, the work shared by the ranks of `share`
+/// (see [`share`]); every rank returns the same findings.
+pub fn analyse_shared(opts: &RossOptions, share: &dyn WorkShare) -> anyhow::Result<Findings> {
+    let run = RunFiles::find(opts)?;
+    let mut warnings = Vec::new();
+    let mut engine = |kind: FileKind| -> anyhow::Result<Option<EngineSeries>> {
+        let Some(path) = run.files.path(kind) else {
+            return Ok(None);
+        };
+        let (series, err) = read_engine(&path, kind, run.rescale.as_ref())?;
+        warnings.extend(err.map(|e| e.to_string()));
+        Ok(Some(series))
+    };
+    let gvt = engine(FileKind::Gvt)?.unwrap_or_default();
+    let rt = engine(FileKind::Rt)?;
+    let series = RunSeries::from_engine(&gvt);
+    let grid = gvt_grid(&first_grid(&series));
+    let trace = match run.files.path(FileKind::EvTrace) {
+        Some(path) => {
+            let clock = std::time::Instant::now();
+            let (tally, err, ranges) = count_trace(share, &path, &grid)?;
+            warnings.extend(err.map(|e| e.to_string()));
+            let seconds = clock.elapsed().as_secs_f64();
+            Some((
+                TraceSummary {
+                    path,
+                    tally,
+                    seconds,
+                },
+                ranges,
+            ))
+        }
+        None => None,
+    };
+    conclude(run, opts.rule, series, rt.as_ref(), trace, warnings, share)
+}
+
+/// The intervals of the first PE: the GVT intervals of the run.
+fn first_grid(series: &RunSeries) -> Vec<signals::Interval> {
+    series
         .intervals
         .values()
         .next()
         .cloned()
-        .unwrap_or_default();
-    let hot = match files.path(FileKind::EvTrace) {
-        Some(p) => {
-            hotspots::TraceCounts::read(&p, &grid, stdout.as_ref().and_then(|s| s.total_lps))
-                .with_context(|| format!("reading the event trace {}", p.display()))?
-                .hotspots(&grid, &opts.rule)
+        .unwrap_or_default()
+}
+
+/// Reads an engine file whole, rescaling its seconds; a bad record ends
+/// it, the samples before it kept.
+pub fn read_engine(
+    path: &Path,
+    kind: FileKind,
+    rescale: Option<&ClockRescale>,
+) -> anyhow::Result<(EngineSeries, Option<RossError>)> {
+    let mut reader = RecordReader::open(path, kind)?;
+    let mut series = EngineSeries::default();
+    let err = add_records(&mut reader, &mut series, rescale).err();
+    Ok((series, err))
+}
+
+/// Adds the records `reader` has (to its end, its limit, or for a
+/// followed file what has landed) to `series`.
+pub fn add_records<R: std::io::Read>(
+    reader: &mut RecordReader<R>,
+    series: &mut EngineSeries,
+    rescale: Option<&ClockRescale>,
+) -> Result<u64, RossError> {
+    let mut n = 0;
+    while let Some(mut rec) = reader.next_record()? {
+        if let Some(r) = rescale {
+            r.apply(&mut rec);
+        }
+        series.add(&rec);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Pass 1 over the event trace, shared as [`share`] describes: returns the
+/// summed tally, the error that ended the file, and the proven ranges.
+fn count_trace(
+    share: &dyn WorkShare,
+    path: &Path,
+    grid: &[f64],
+) -> anyhow::Result<(TraceTally, Option<RossError>, Ranges)> {
+    let index = GridIndex::new(grid);
+    let count = |ranges: &Ranges| -> anyhow::Result<(TraceTally, Option<RossError>)> {
+        let (from, to) = ranges.of(share.rank());
+        let mut tally = TraceTally::new(grid.len());
+        let mut err = None;
+        if to > from {
+            let mut reader = RecordReader::open_range(path, FileKind::EvTrace, from, to)?;
+            err = tally.read(&mut reader, &index).err();
+        }
+        Ok((tally, err))
+    };
+    let mut ranges = guess_ranges(share, path, FileKind::EvTrace)?;
+    let (mut tally, mut err) = count(&ranges)?;
+    if share.size() > 1 {
+        let failed = share.max(&[u64::from(err.is_some())])[0] > 0;
+        if failed {
+            // A guess was wrong or the file has a bad record: count again
+            // on ranges walked from the start.
+            ranges = agree_ranges(share, path, FileKind::EvTrace)?;
+            (tally, _) = count(&ranges)?;
+            err = ranges.error.clone();
+        }
+    }
+    let lps = share.max(&[tally.to_lp.len() as u64])[0] as usize;
+    let summed = share.sum(&tally.to_words(lps));
+    Ok((TraceTally::from_words(&summed, grid.len()), err, ranges))
+}
+
+/// Pass 2: per-interval and per-sender counts of the candidate LPs.
+fn count_hot(
+    share: &dyn WorkShare,
+    path: &Path,
+    ranges: &Ranges,
+    grid: &[f64],
+    lps: &[u32],
+    payload_only: bool,
+) -> anyhow::Result<HotTally> {
+    let (from, to) = ranges.of(share.rank());
+    let mut hot = HotTally::new(lps, grid.len());
+    if to > from {
+        let mut reader = RecordReader::open_range(path, FileKind::EvTrace, from, to)?;
+        // The same records as pass 1: an error here was reported there.
+        let _ = hot.read(&mut reader, &GridIndex::new(grid), payload_only);
+    }
+    let per_interval = share.sum(hot.interval_words());
+    let senders: Vec<u64> = share
+        .all_bytes(&words_to_bytes(&hot.sender_words()))
+        .iter()
+        .flat_map(|b| bytes_to_words(b))
+        .collect();
+    let mut total = HotTally::new(lps, grid.len());
+    total.per_interval = per_interval;
+    total.add_sender_words(&senders);
+    Ok(total)
+}
+
+fn words_to_bytes(w: &[u64]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn bytes_to_words(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+/// From the series and the trace's pass-1 tally to the findings: peer
+/// comparison, attribution, costs, and the hotspots (with pass 2).
+pub fn conclude(
+    run: RunFiles,
+    rule: PeerRule,
+    gvt: RunSeries,
+    rt: Option<&EngineSeries>,
+    trace: Option<(TraceSummary, Ranges)>,
+    warnings: Vec<String>,
+    share: &dyn WorkShare,
+) -> anyhow::Result<Findings> {
+    let found = peers::find(&gvt, &rule, true);
+    let caused = attribution::causes(&found);
+    let costs = attribution::costs(&gvt, &found, &caused);
+    let rt = rt.map(|r| RunSeries::from_rt(r, gvt.rt_step_floor()));
+    let rt_anomalies = match &rt {
+        Some(s) => {
+            let f = peers::find(s, &rule, false);
+            let c = attribution::causes(&f);
+            f.into_iter().zip(c).collect()
         }
         None => Vec::new(),
     };
-    Ok(RossReport::new(
-        &files,
-        &series,
-        anomalies,
-        caused,
+    let grid = first_grid(&gvt);
+    let hotspots = match &trace {
+        Some((t, ranges)) => {
+            let cands = hotspots::candidates(&t.tally, run.model_lps(), &rule);
+            if cands.is_empty() {
+                Vec::new()
+            } else {
+                let lps: Vec<u32> = cands.iter().map(|c| c.lp).collect();
+                let payload_only =
+                    run.model_lps().is_none() && t.tally.to_lp.iter().any(|c| c[0] + c[1] > 0);
+                let hot = count_hot(share, &t.path, ranges, &gvt_grid(&grid), &lps, payload_only)?;
+                hotspots::hotspots(&cands, &hot, &grid)
+            }
+        }
+        None => Vec::new(),
+    };
+    Ok(Findings {
+        run,
+        rule,
+        gvt_anomalies: found.into_iter().zip(caused).collect(),
+        gvt,
+        rt,
+        rt_anomalies,
+        hotspots,
         costs,
-        hot,
-        stdout.as_ref(),
-        rescale.map(|r| r.factor()),
-    ))
+        trace: trace.map(|(t, _)| t),
+        warnings,
+    })
 }

@@ -40,6 +40,12 @@ pub struct PeerRule {
     pub min_intervals: usize,
 }
 
+/// Unflagged intervals a window of the real-time series may bridge: in
+/// real time a slow PE's peers wake up now and then (each GVT interval,
+/// when the slow PE's events finally arrive), which breaks one slow
+/// stretch into many short windows.
+pub const RT_BRIDGE: usize = 3;
+
 impl Default for PeerRule {
     fn default() -> Self {
         PeerRule {
@@ -121,21 +127,42 @@ fn bad_side(d: f64, sig: Signal) -> f64 {
 
 /// Scores of one entity's intervals against its peers, relative to its
 /// usual distance from them (see the module doc): `(score, median of
-/// others)` per interval.
+/// others)` per interval. `columns[k]` holds every entity's value at
+/// interval `k`, sorted, the entity's own included: the median of the
+/// others is that column's median without one copy of the entity's value,
+/// which is exactly the leave-one-out median, in O(1).
 fn scores_over_run(
     values: &[f64],
-    others: &[Vec<f64>],
+    columns: &[Vec<f64>],
     sig: Signal,
     rule: &PeerRule,
+    against_usual: bool,
 ) -> Vec<(f64, f64)> {
-    let medians: Vec<f64> = (0..values.len())
-        .map(|k| median(&mut others.iter().map(|o| o[k]).collect::<Vec<_>>()))
+    let medians: Vec<f64> = values
+        .iter()
+        .zip(columns)
+        .map(|(x, col)| median_without(col, *x))
         .collect();
     let d: Vec<f64> = values
         .iter()
         .zip(&medians)
         .map(|(x, m)| bad_side(x - m, sig))
         .collect();
+    if !against_usual {
+        // Against the peers of each interval alone, on the interval's own
+        // spread (the MAD of its column).
+        return d
+            .iter()
+            .zip(&medians)
+            .zip(columns)
+            .map(|((dk, m), col)| {
+                let mut dev: Vec<f64> = col.iter().map(|v| (v - m).abs()).collect();
+                let mad = 1.4826 * median(&mut dev);
+                let scale = mad.max(rule.rel_floor * m.abs()).max(abs_floor(sig));
+                (dk / scale, *m)
+            })
+            .collect();
+    }
     let usual = median(&mut d.clone());
     let spread = 1.4826 * median(&mut d.iter().map(|v| (v - usual).abs()).collect::<Vec<_>>());
     d.iter()
@@ -147,32 +174,61 @@ fn scores_over_run(
         .collect()
 }
 
+/// The median of sorted `v` without one element equal to `x` (which `v`
+/// holds).
+fn median_without(v: &[f64], x: f64) -> f64 {
+    let at = v.partition_point(|y| y.total_cmp(&x).is_lt());
+    let m = v.len().saturating_sub(1);
+    let get = |i: usize| if i < at { v[i] } else { v[i + 1] };
+    if m == 0 {
+        0.0
+    } else if m % 2 == 1 {
+        get(m / 2)
+    } else {
+        (get(m / 2 - 1) + get(m / 2)) / 2.0
+    }
+}
+
 /// Every window where an entity stood out from its peers, in a fixed
-/// order (entity, signal, window start).
-pub fn find(series: &RunSeries, rule: &PeerRule) -> Vec<PeerAnomaly> {
+/// order (kind, signal, entity, window start).
+///
+/// `against_usual`: scores relative to each entity's usual distance from
+/// its peers (GVT series). The real-time series compare with the peers
+/// alone: a slow PE stretches every GVT interval it is slow in, so in real
+/// time its slow stretch can be most of the run, and would become its
+/// "usual" distance.
+pub fn find(series: &RunSeries, rule: &PeerRule, against_usual: bool) -> Vec<PeerAnomaly> {
     let mut out = Vec::new();
-    for kind_is_pe in [true, false] {
-        let signals: &[Signal] = if kind_is_pe { &Signal::PE } else { &Signal::KP };
+    let kinds: [(&str, &[Signal]); 3] = [
+        ("pe", &Signal::PE),
+        ("kp", &Signal::KP),
+        ("lp", &Signal::LP),
+    ];
+    for (kind, signals) in kinds {
         for &sig in signals.iter().filter(|s| s.is_compared()) {
             let group: Vec<(Entity, &Vec<f64>)> = series
                 .values
                 .iter()
-                .filter(|((e, s), _)| *s == sig && matches!(e, Entity::Pe(_)) == kind_is_pe)
+                .filter(|((e, s), _)| *s == sig && e.kind() == kind)
                 .map(|((e, _), v)| (*e, v))
                 .collect();
             if group.len() < 2 {
                 continue;
             }
             let len = group.iter().map(|(_, v)| v.len()).min().unwrap_or(0);
-            for (i, (entity, values)) in group.iter().enumerate() {
-                let others: Vec<Vec<f64>> = group
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .map(|(_, (_, v))| v[..len].to_vec())
-                    .collect();
-                let scored = scores_over_run(&values[..len], &others, sig, rule);
-                windows(series, *entity, sig, values, &scored, rule, &mut out);
+            let columns: Vec<Vec<f64>> = (0..len)
+                .map(|k| {
+                    let mut c: Vec<f64> = group.iter().map(|(_, v)| v[k]).collect();
+                    c.sort_by(f64::total_cmp);
+                    c
+                })
+                .collect();
+            for (entity, values) in &group {
+                let scored = scores_over_run(&values[..len], &columns, sig, rule, against_usual);
+                let bridge = if against_usual { 0 } else { RT_BRIDGE };
+                windows(
+                    series, *entity, sig, values, &scored, rule, bridge, &mut out,
+                );
             }
         }
     }
@@ -180,6 +236,7 @@ pub fn find(series: &RunSeries, rule: &PeerRule) -> Vec<PeerAnomaly> {
 }
 
 /// Merges consecutive flagged intervals into windows.
+#[allow(clippy::too_many_arguments)]
 fn windows(
     series: &RunSeries,
     entity: Entity,
@@ -187,6 +244,7 @@ fn windows(
     values: &[f64],
     scored: &[(f64, f64)],
     rule: &PeerRule,
+    bridge: usize,
     out: &mut Vec<PeerAnomaly>,
 ) {
     let intervals = series.intervals_of(entity);
@@ -197,8 +255,15 @@ fn windows(
             continue;
         }
         let first = k;
-        while k + 1 < scored.len() && scored[k + 1].0 >= rule.threshold {
-            k += 1;
+        let flagged = |j: usize| scored.get(j).is_some_and(|s| s.0 >= rule.threshold);
+        loop {
+            if flagged(k + 1) {
+                k += 1;
+            } else if let Some(j) = (k + 2..=k + 1 + bridge).find(|j| flagged(*j)) {
+                k = j;
+            } else {
+                break;
+            }
         }
         let last = k;
         k += 1;

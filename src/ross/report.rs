@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
-use super::signals::{Entity, RunSeries};
-use crate::trace::ross::{RossStdout, StatsFiles};
+use super::signals::Entity;
+use super::Findings;
 
 /// The result of the analysis of one run.
 #[derive(Debug, Clone)]
@@ -27,102 +27,154 @@ fn real(v: f64) -> Value {
     }
 }
 
+/// One anomaly of the GVT or RT series as JSON.
+fn anomaly_json(a: &PeerAnomaly, cause: Option<u32>, series: &str) -> Value {
+    let (kp, lp) = match a.entity {
+        Entity::Pe(_) => (Value::Null, Value::Null),
+        Entity::Kp(_, k) => (json!(k), Value::Null),
+        Entity::Lp(_, k, l) => (json!(k), json!(l)),
+    };
+    json!({
+        "kind": a.entity.kind(),
+        "pe": a.entity.pe(),
+        "kp": kp,
+        "lp": lp,
+        "signal": a.signal.name(),
+        "series": series,
+        "gvt_from": real(a.span.gvt_from),
+        "gvt_to": real(a.span.gvt_to),
+        "real_from": real(a.span.real_from),
+        "real_to": real(a.span.real_to),
+        "intervals": [a.first, a.last],
+        "score": real(a.score),
+        "caused_by_pe": cause,
+        "evidence": {
+            "value": real(a.value),
+            "peer_median": real(a.peer_median),
+            "first_interval": a.context.0,
+            "values": a.context.1.iter().map(|v| real(*v)).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// A hotspot LP as JSON.
+fn hotspot_json(h: &HotspotLp, lp_home: Option<(u32, u32)>) -> Value {
+    let lo = h.first.saturating_sub(1);
+    let hi = (h.last + 2).min(h.per_interval.len());
+    json!({
+        "kind": "lp",
+        "pe": lp_home.map(|(p, _)| p),
+        "kp": lp_home.map(|(_, k)| k),
+        "lp": h.lp,
+        "signal": "trace_events_received",
+        "series": "evtrace",
+        "gvt_from": real(h.span.gvt_from),
+        "gvt_to": real(h.span.gvt_to),
+        "real_from": real(h.span.real_from),
+        "real_to": real(h.span.real_to),
+        "intervals": [h.first, h.last],
+        "score": real(h.score),
+        "caused_by_pe": Value::Null,
+        "evidence": {
+            "value": h.events,
+            "peer_median": real(h.peer_median),
+            "first_interval": lo,
+            "values": h.per_interval.get(lo..hi).unwrap_or(&[]),
+            "top_senders": h.top_senders.iter().map(|(lp, n)| json!({"lp": lp, "events": n})).collect::<Vec<_>>(),
+        },
+    })
+}
+
 impl RossReport {
-    /// Builds the report.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        files: &StatsFiles,
-        series: &RunSeries,
-        anomalies: Vec<PeerAnomaly>,
-        caused: Vec<Option<u32>>,
-        costs: BTreeMap<u32, f64>,
-        hotspots: Vec<HotspotLp>,
-        stdout: Option<&RossStdout>,
-        clock_factor: Option<f64>,
-    ) -> Self {
-        let mut list: Vec<Value> = anomalies
-            .iter()
-            .zip(&caused)
-            .map(|(a, cause)| {
-                let (kind, kp) = match a.entity {
-                    Entity::Pe(_) => ("pe", Value::Null),
-                    Entity::Kp(_, k) => ("kp", json!(k)),
-                };
-                json!({
-                    "kind": kind,
-                    "pe": a.entity.pe(),
-                    "kp": kp,
-                    "lp": Value::Null,
-                    "signal": a.signal.name(),
-                    "gvt_from": real(a.span.gvt_from),
-                    "gvt_to": real(a.span.gvt_to),
-                    "real_from": real(a.span.real_from),
-                    "real_to": real(a.span.real_to),
-                    "intervals": [a.first, a.last],
-                    "score": real(a.score),
-                    "caused_by_pe": cause,
-                    "evidence": {
-                        "value": real(a.value),
-                        "peer_median": real(a.peer_median),
-                        "first_interval": a.context.0,
-                        "values": a.context.1.iter().map(|v| real(*v)).collect::<Vec<_>>(),
-                    },
-                })
+    /// Builds the report of the findings.
+    pub fn new(f: &Findings) -> Self {
+        let files = &f.run.files;
+        let stdout = f.run.stdout.as_ref();
+        // Where each LP lives, from the LP samples (when there are some).
+        let homes: BTreeMap<u32, (u32, u32)> = f
+            .gvt
+            .values
+            .keys()
+            .filter_map(|(e, _)| match e {
+                Entity::Lp(p, k, l) => Some((*l, (*p, *k))),
+                _ => None,
             })
             .collect();
-        for h in &hotspots {
-            list.push(json!({
-                "kind": "lp",
-                "pe": Value::Null,
-                "kp": Value::Null,
-                "lp": h.lp,
-                "signal": "trace_events_received",
-                "gvt_from": real(h.span.gvt_from),
-                "gvt_to": real(h.span.gvt_to),
-                "real_from": real(h.span.real_from),
-                "real_to": real(h.span.real_to),
-                "intervals": [h.first, h.last],
-                "score": real(h.score),
-                "caused_by_pe": Value::Null,
-                "evidence": {
-                    "value": h.events,
-                    "peer_median": real(h.peer_median),
-                    "top_senders": h.top_senders.iter().map(|(lp, n)| json!({"lp": lp, "events": n})).collect::<Vec<_>>(),
-                },
-            }));
-        }
-        let mut ranked: Vec<(u32, f64)> = costs.into_iter().collect();
+        let mut list: Vec<Value> = f
+            .gvt_anomalies
+            .iter()
+            .map(|(a, c)| anomaly_json(a, *c, "gvt"))
+            .chain(
+                f.rt_anomalies
+                    .iter()
+                    .map(|(a, c)| anomaly_json(a, *c, "rt")),
+            )
+            .collect();
+        list.extend(
+            f.hotspots
+                .iter()
+                .map(|h| hotspot_json(h, homes.get(&h.lp).copied())),
+        );
+        let mut ranked: Vec<(u32, f64)> = f.costs.iter().map(|(p, c)| (*p, *c)).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let count = |pe: u32| {
-            anomalies
+            f.gvt_anomalies
                 .iter()
-                .zip(&caused)
-                .filter(|(a, c)| a.entity.pe() == pe || **c == Some(pe))
+                .chain(&f.rt_anomalies)
+                .filter(|(a, c)| a.entity.pe() == pe || *c == Some(pe))
                 .count()
+                + f.hotspots
+                    .iter()
+                    .filter(|h| homes.get(&h.lp).map(|x| x.0) == Some(pe))
+                    .count()
         };
         let entities: Vec<Value> = ranked
             .iter()
-            .map(|(pe, s)| json!({"pe": pe, "cost_s": real(*s), "anomalies": count(*pe)}))
+            .enumerate()
+            .map(|(i, (pe, s))| {
+                json!({"rank": i + 1, "kind": "pe", "pe": pe, "cost_s": real(*s), "anomalies": count(*pe)})
+            })
             .collect();
-        let intervals = series.intervals.values().map(Vec::len).max().unwrap_or(0);
+        let intervals = f.gvt.intervals.values().map(Vec::len).max().unwrap_or(0);
+        let rt_steps =
+            f.rt.as_ref()
+                .map(|s| s.intervals.values().map(Vec::len).max().unwrap_or(0));
+        let trace = f.trace.as_ref().map(|t| {
+            json!({
+                "file": t.path.display().to_string(),
+                "records": t.tally.records,
+                "bytes": t.tally.bytes,
+                "lps": t.tally.to_lp.iter().filter(|c| c.iter().sum::<u64>() > 0).count(),
+                "events_per_gvt_interval": t.tally.per_interval,
+                "untracked_lp_events": t.tally.untracked,
+            })
+        });
         let json = json!({
             "run": {
                 "stats_dir": files.dir.display().to_string(),
                 "prefix": files.prefix,
                 "files": files.kinds.iter().map(|k| k.suffix()).collect::<Vec<_>>(),
-                "pes": series.intervals.len(),
+                "pes": f.gvt.intervals.len().max(f.rt.as_ref().map_or(0, |r| r.intervals.len())),
                 "gvt_intervals": intervals,
+                "rt_steps": rt_steps,
                 "clock_rate_hz": stdout.and_then(|s| s.clock_rate_hz),
-                "clock_rescale_factor": clock_factor,
+                "clock_rescale_factor": f.run.rescale.map(|r| r.factor()),
                 "ross_totals": stdout.map(|s| json!({
                     "events_processed": s.totals.events_processed,
                     "events_rolled_back": s.totals.events_rolled_back,
                     "net_events": s.totals.net_events,
                     "efficiency_percent": s.totals.efficiency_percent,
                 })),
+                "trace": trace,
+            },
+            "settings": {
+                "threshold": f.rule.threshold,
+                "rel_floor": f.rule.rel_floor,
+                "min_intervals": f.rule.min_intervals,
             },
             "anomalies": list,
             "entities": entities,
+            "warnings": f.warnings,
         });
         RossReport { json }
     }
@@ -149,7 +201,8 @@ impl RossReport {
         );
         for a in self.anomalies().iter().take(20) {
             let who = match a["kind"].as_str() {
-                Some("lp") => format!("LP {}", a["lp"]),
+                Some("lp") if a["pe"].is_null() => format!("LP {}", a["lp"]),
+                Some("lp") => format!("LP {} (PE {} KP {})", a["lp"], a["pe"], a["kp"]),
                 Some("kp") => format!("PE {} KP {}", a["pe"], a["kp"]),
                 _ => format!("PE {}", a["pe"]),
             };
@@ -157,8 +210,13 @@ impl RossReport {
                 .as_u64()
                 .map(|p| format!(" (caused by PE {p})"))
                 .unwrap_or_default();
+            let series = match a["series"].as_str() {
+                Some("rt") => " [real-time series]",
+                Some("evtrace") => " [event trace]",
+                _ => "",
+            };
             out.push_str(&format!(
-                "  {who}: {} at GVT {}..{} (real {}..{} s), score {:.1}{cause}\n",
+                "  {who}: {}{series} at GVT {}..{} (real {}..{} s), score {:.1}{cause}\n",
                 a["signal"].as_str().unwrap_or(""),
                 fmt(&a["gvt_from"]),
                 fmt(&a["gvt_to"]),
@@ -166,6 +224,9 @@ impl RossReport {
                 fmt(&a["real_to"]),
                 a["score"].as_f64().unwrap_or(0.0),
             ));
+        }
+        for w in self.json["warnings"].as_array().into_iter().flatten() {
+            out.push_str(&format!("  warning: {}\n", w.as_str().unwrap_or("")));
         }
         if let Some(top) = self.json["entities"].as_array().and_then(|e| e.first()) {
             if top["cost_s"].as_f64().unwrap_or(0.0) > 0.0 {

@@ -1,5 +1,6 @@
-//! Time series of the signals that matter in a ROSS run, per PE and per KP,
-//! one point per GVT interval.
+//! Time series of the signals that matter in a ROSS run, per PE, KP and
+//! LP: one point per GVT interval (from the GVT file), and per PE one point
+//! per step of a real-time grid (from the RT file, [`RunSeries::from_rt`]).
 //!
 //! ROSS's GVT file has one sample per PE (and per KP) at every sampled GVT,
 //! taken collectively, so sample *k* of every PE covers the same GVT
@@ -8,7 +9,7 @@
 //! previous sample (so a point is one interval's worth); `pq_qsize` and
 //! `time_ahead_gvt` are instantaneous (the value at the interval's end).
 
-use crate::trace::ross::{EngineSeries, KpSample, PeSample};
+use crate::trace::ross::{EngineSeries, KpSample, LpSample, PeSample};
 
 /// Which quantity a series holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -101,6 +102,15 @@ impl Signal {
         Signal::SampleGap,
     ];
 
+    /// The signals of LP series.
+    pub const LP: [Signal; 5] = [
+        Signal::EventsProcessed,
+        Signal::EventsRolledBack,
+        Signal::Efficiency,
+        Signal::RemoteSent,
+        Signal::RemoteReceived,
+    ];
+
     /// The signals of KP series.
     pub const KP: [Signal; 5] = [
         Signal::EventsProcessed,
@@ -124,21 +134,37 @@ pub struct Interval {
     pub real_to: f64,
 }
 
-/// An entity of the simulation: a PE, or a KP of a PE.
+/// An entity of the simulation: a PE, a KP of a PE, or an LP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Entity {
     /// A PE (MPI rank).
     Pe(u32),
     /// A KP: (PE, local KP index).
     Kp(u32, u32),
+    /// An LP: (PE, local KP index, global LP id).
+    Lp(u32, u32, u32),
 }
 
 impl Entity {
     /// The PE the entity belongs to.
     pub fn pe(self) -> u32 {
         match self {
-            Entity::Pe(p) | Entity::Kp(p, _) => p,
+            Entity::Pe(p) | Entity::Kp(p, _) | Entity::Lp(p, _, _) => p,
         }
+    }
+
+    /// `pe`, `kp` or `lp`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Entity::Pe(_) => "pe",
+            Entity::Kp(..) => "kp",
+            Entity::Lp(..) => "lp",
+        }
+    }
+
+    /// Whether two entities are of the same kind (and so peers).
+    pub fn same_kind(self, other: Entity) -> bool {
+        self.kind() == other.kind()
     }
 }
 
@@ -175,9 +201,157 @@ impl RunSeries {
                     out.values.insert((Entity::Kp(pe, kp), sig), v);
                 }
             }
+            let mut lps: Vec<(u32, u32)> = s.lp.iter().map(|l| (l.lpid, l.kpid)).collect();
+            lps.sort_unstable();
+            lps.dedup();
+            for (lp, kp) in lps {
+                let samples: Vec<&LpSample> = s.lp.iter().filter(|l| l.lpid == lp).collect();
+                for sig in Signal::LP {
+                    let v = samples.iter().map(|l| lp_value(l, sig)).collect();
+                    out.values.insert((Entity::Lp(pe, kp, lp), sig), v);
+                }
+            }
             out.intervals.insert(pe, intervals);
         }
         out
+    }
+
+    /// The series of a real-time (RT) file, on one real-time grid shared
+    /// by every PE.
+    ///
+    /// PEs sample on their own timers, and a PE blocked in GVT takes fewer
+    /// samples, so sample *k* of two PEs is not the same moment: the points
+    /// cannot be lined up by index as GVT samples are. The grid's step is
+    /// the median gap between consecutive samples of a PE (the sampling
+    /// interval ROSS was given); a sample's deltas are spread over the grid
+    /// steps between its previous sample and itself in proportion to the
+    /// overlap (a PE that was blocked for three steps reports three steps'
+    /// worth at once, which must not look like a burst), and instantaneous
+    /// values are the last one seen in a step. GVT bounds of a step are the
+    /// highest GVT any PE had reported by its start and end.
+    ///
+    /// `min_step` (seconds) coarsens the grid: within a GVT interval PEs
+    /// work in bursts at different moments (each blocks in GVT when its
+    /// batch is done), so steps shorter than a couple of GVT intervals
+    /// compare phases, not speeds. [`RunSeries::rt_step_floor`] gives it.
+    pub fn from_rt(series: &EngineSeries, min_step: f64) -> Self {
+        let mut out = RunSeries::default();
+        let mut gaps = Vec::new();
+        let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
+        for s in series.pes.values() {
+            for w in s.pe.windows(2) {
+                gaps.push(w[1].header.real_time - w[0].header.real_time);
+            }
+            if let (Some(a), Some(b)) = (s.pe.first(), s.pe.last()) {
+                t0 = t0.min(a.header.real_time);
+                t1 = t1.max(b.header.real_time);
+            }
+        }
+        gaps.retain(|g| *g > 0.0 && g.is_finite());
+        gaps.sort_by(f64::total_cmp);
+        let Some(&gap) = gaps.get(gaps.len() / 2) else {
+            return out;
+        };
+        // Whole multiples of the sampling period, so that every step holds
+        // the same number of samples.
+        let dt = gap * (min_step / gap).ceil().max(1.0);
+        // The first sample of each PE opens the grid (it covers the time
+        // before it, of unknown length, and is its own step).
+        let steps = (((t1 - t0) / dt).ceil() as usize + 1).min(1 << 20);
+        let start = t0 - dt;
+        let bounds = |k: usize| (start + k as f64 * dt, start + (k + 1) as f64 * dt);
+        let step_of = |t: f64| (((t - start) / dt).floor().max(0.0) as usize).min(steps - 1);
+        // Highest GVT reported by the end of each step.
+        let mut gvt = vec![0.0f64; steps];
+        for s in series.pes.values() {
+            for p in &s.pe {
+                let k = step_of(p.header.real_time);
+                gvt[k] = gvt[k].max(p.header.ts);
+            }
+        }
+        for k in 1..steps {
+            gvt[k] = gvt[k].max(gvt[k - 1]);
+        }
+        let intervals: Vec<Interval> = (0..steps)
+            .map(|k| Interval {
+                gvt_from: if k == 0 { 0.0 } else { gvt[k - 1] },
+                gvt_to: gvt[k],
+                real_from: bounds(k).0,
+                real_to: bounds(k).1,
+            })
+            .collect();
+        for (&pe, s) in &series.pes {
+            let mut acc: Vec<[f64; 12]> = vec![[0.0; 12]; steps];
+            let mut qsize: Vec<Option<f64>> = vec![None; steps];
+            let mut prev_t: Option<f64> = None;
+            for p in &s.pe {
+                let t = p.header.real_time;
+                let from = prev_t.unwrap_or(t - dt).min(t);
+                prev_t = Some(t);
+                let (k0, k1) = (step_of(from), step_of(t));
+                for (k, row) in acc.iter_mut().enumerate().take(k1 + 1).skip(k0) {
+                    let (a, b) = bounds(k);
+                    let share = if t > from {
+                        ((b.min(t) - a.max(from)) / (t - from)).clamp(0.0, 1.0)
+                    } else {
+                        f64::from(u8::from(k == k1))
+                    };
+                    for (i, sig) in Signal::PE.iter().enumerate() {
+                        if is_delta(*sig) {
+                            row[i] += share * pe_value(p, *sig, &Interval::default());
+                        }
+                    }
+                }
+                qsize[k1] = Some(f64::from(p.pq_qsize));
+            }
+            // A step without a sample of this PE (blocked in GVT) keeps the
+            // queue size last seen.
+            let qi = Signal::PE.iter().position(|s| *s == Signal::QueueSize);
+            let mut last = 0.0;
+            for (row, q) in acc.iter_mut().zip(&qsize) {
+                last = q.unwrap_or(last);
+                if let Some(i) = qi {
+                    row[i] = last;
+                }
+            }
+            for (i, sig) in Signal::PE.iter().enumerate() {
+                let v: Vec<f64> = acc
+                    .iter()
+                    .zip(&intervals)
+                    .map(|(row, iv)| match sig {
+                        Signal::Efficiency => {
+                            let (done, rb) = (row[4], row[5]);
+                            let net = done - rb;
+                            if net > 0.0 {
+                                100.0 * (1.0 - rb / net)
+                            } else {
+                                0.0
+                            }
+                        }
+                        Signal::GvtRate => (iv.gvt_to - iv.gvt_from) / dt,
+                        Signal::SampleGap => dt,
+                        _ => row[i],
+                    })
+                    .collect();
+                out.values.insert((Entity::Pe(pe), *sig), v);
+            }
+            out.intervals.insert(pe, intervals.clone());
+        }
+        out
+    }
+
+    /// Twice the median real-time length of the GVT intervals of these
+    /// (GVT) series: the shortest step an RT grid should have (0 without
+    /// GVT intervals).
+    pub fn rt_step_floor(&self) -> f64 {
+        let mut d: Vec<f64> = self
+            .intervals
+            .values()
+            .flat_map(|v| v.iter().skip(1).map(|i| i.real_to - i.real_from))
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        d.sort_by(f64::total_cmp);
+        d.get(d.len() / 2).map_or(0.0, |m| 2.0 * m)
     }
 
     /// The intervals of `entity`'s PE.
@@ -223,6 +397,30 @@ fn pe_value(p: &PeSample, sig: Signal, iv: &Interval) -> f64 {
         Signal::GvtRate => 0.0,
         Signal::SampleGap => gap,
         Signal::TimeAheadOfGvt => 0.0,
+    }
+}
+
+/// Whether a PE signal is a count or a time summed over an interval (as
+/// opposed to a value at an instant, or one derived from others).
+fn is_delta(sig: Signal) -> bool {
+    !matches!(
+        sig,
+        Signal::QueueSize
+            | Signal::TimeAheadOfGvt
+            | Signal::Efficiency
+            | Signal::GvtRate
+            | Signal::SampleGap
+    )
+}
+
+fn lp_value(l: &LpSample, sig: Signal) -> f64 {
+    match sig {
+        Signal::EventsProcessed => f64::from(l.nevent_processed),
+        Signal::EventsRolledBack => f64::from(l.e_rbs),
+        Signal::Efficiency => f64::from(l.efficiency),
+        Signal::RemoteSent => f64::from(l.nsend_network),
+        Signal::RemoteReceived => f64::from(l.nread_network),
+        _ => 0.0,
     }
 }
 

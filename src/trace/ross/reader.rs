@@ -83,6 +83,10 @@ pub struct RecordReader<R = File> {
     failed: Option<RossError>,
     max_record: usize,
     records: u64,
+    /// Offset at which reading stops (a record boundary), if not the end.
+    limit: Option<u64>,
+    /// Whether the file may still grow (see [`RecordReader::following`]).
+    growing: bool,
 }
 
 impl RecordReader<File> {
@@ -91,6 +95,32 @@ impl RecordReader<File> {
         let path = path.as_ref();
         let file = File::open(path).map_err(|e| RossError::io(path, None, &e))?;
         Ok(RecordReader::new(file, path, kind))
+    }
+
+    /// Opens `path` as a file of `kind` and reads the records from byte
+    /// `start` (a record boundary) up to byte `end` (another one, or the
+    /// end of the file): one share of a file split among AD ranks.
+    pub fn open_range(
+        path: impl AsRef<Path>,
+        kind: FileKind,
+        start: u64,
+        end: u64,
+    ) -> Result<Self, RossError> {
+        use std::io::{Seek, SeekFrom};
+        let path = path.as_ref();
+        let mut file = File::open(path).map_err(|e| RossError::io(path, None, &e))?;
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| RossError::io(path, Some(start), &e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| RossError::io(path, None, &e))?
+            .len();
+        let mut r = RecordReader::new(file, path, kind);
+        r.base = start;
+        // A range to the end of the file reads like the whole file (a
+        // truncated last record is reported as such).
+        r.limit = (end < len).then_some(end);
+        Ok(r)
     }
 
     /// Opens `path` as the kind its name says (`<prefix>-<suffix>.bin`).
@@ -128,6 +158,48 @@ impl<R: Read> RecordReader<R> {
             failed: None,
             max_record: DEFAULT_MAX_RECORD_LEN,
             records: 0,
+            limit: None,
+            growing: false,
+        }
+    }
+
+    /// Reads the file as one that is still being written: bytes missing at
+    /// the end (a record not yet complete, a region not yet written) end
+    /// the records *for now* instead of failing; a later call reads on from
+    /// the same record once more bytes have landed. Combine with
+    /// [`RecordReader::set_limit`] to read only up to a size known to be
+    /// complete. [`RecordReader::finish`] turns what is left into an error
+    /// once the file is known to be final.
+    pub fn following(mut self) -> Self {
+        self.growing = true;
+        self
+    }
+
+    /// Stops reading at byte `limit` of the file: records are delivered
+    /// while they start before it, and a record that would cross it is
+    /// treated as missing bytes. `limit` must be a record boundary (or the
+    /// end of what has landed); it may be moved forward later.
+    pub fn set_limit(&mut self, limit: u64) {
+        self.limit = Some(limit);
+    }
+
+    /// After the last record of a followed file: an error naming the
+    /// offset of what was left unread (a truncated or never completed last
+    /// record), or `Ok` when everything was read.
+    pub fn finish(&mut self) -> Result<(), RossError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.growing = false;
+        self.limit = None;
+        match self.next_record() {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err(RossError::format(
+                &self.path,
+                self.offset(),
+                "records left unread at the end of a followed file",
+            )),
+            Err(e) => Err(e),
         }
     }
 
@@ -174,15 +246,39 @@ impl<R: Read> RecordReader<R> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        // Bytes of the file that may be looked at: up to the limit.
+        let visible = |me: &Self| -> usize {
+            match me.limit {
+                Some(l) => (l.saturating_sub(me.base) as usize).clamp(me.pos, me.end),
+                None => me.end,
+            }
+        };
         let (layout, len) = loop {
-            match frame(self.kind, &self.buf[self.pos..self.end], self.max_record) {
+            let vis = visible(self);
+            let at_limit = self.limit.is_some_and(|l| self.base + vis as u64 >= l);
+            match frame(self.kind, &self.buf[self.pos..vis], self.max_record) {
                 Frame::Record(layout, len) => break (layout, len),
+                // A followed file may hold a region not yet written (zeros)
+                // at its growing edge: it is checked again later, and
+                // becomes an error only when the file is final.
+                Frame::Bad(_) if self.growing => return Ok(None),
                 Frame::Bad(msg) => return Err(self.fail(msg)),
                 Frame::Need(need, what) => {
-                    let have = self.end - self.pos;
-                    if self.eof {
-                        if have == 0 {
+                    let have = vis - self.pos;
+                    if at_limit || self.eof {
+                        if have == 0 && (at_limit || !self.growing) {
                             return Ok(None);
+                        }
+                        if self.growing {
+                            // Retry the read next time: more may land.
+                            self.eof = false;
+                            return Ok(None);
+                        }
+                        if at_limit {
+                            return Err(self.fail(format!(
+                                "the {what} needs {need} bytes and crosses the end of the \
+                                 range read, {have} bytes after its start"
+                            )));
                         }
                         return Err(self.fail(format!(
                             "truncated record: the {what} needs {need} bytes, the file ends \
@@ -204,6 +300,53 @@ impl<R: Read> RecordReader<R> {
                 self.base + start as u64,
                 "record shorter than its layout",
             )),
+        }
+    }
+
+    /// Calls `f` on every event record from here to the end (or the limit,
+    /// or what has landed of a followed file): the same records and errors
+    /// as calling [`RecordReader::next_record`] in a loop, faster. Records
+    /// wholly in the buffer are framed and checked in one tight loop; the
+    /// rest (a record across a refill, a bad one, the end) goes through
+    /// `next_record`. Records of other kinds are skipped.
+    #[inline]
+    pub fn for_each_event(&mut self, mut f: impl FnMut(&TraceEvent<'_>)) -> Result<(), RossError> {
+        loop {
+            if self.kind == FileKind::EvTrace && self.failed.is_none() {
+                let vis = match self.limit {
+                    Some(l) => (l.saturating_sub(self.base) as usize).clamp(self.pos, self.end),
+                    None => self.end,
+                };
+                let buf = &self.buf[..vis];
+                let mut pos = self.pos;
+                while let Some(h) = buf
+                    .get(pos..)
+                    .and_then(|b| b.first_chunk::<EVENT_HEADER_LEN>())
+                {
+                    let (send, recv, real) = (f32_at(h, 8), f32_at(h, 12), f32_at(h, 16));
+                    // The checks of `frame_event`; anything else goes the
+                    // slow way, which reports it.
+                    let sane = send.is_finite()
+                        && recv.is_finite()
+                        && real.is_finite()
+                        && send >= 0.0
+                        && real >= 0.0
+                        && recv >= send;
+                    let len = EVENT_HEADER_LEN.saturating_add(u32_at(h, 20) as usize);
+                    if !sane || len > self.max_record || pos + len > vis {
+                        break;
+                    }
+                    f(&trace_event(h, &buf[pos + EVENT_HEADER_LEN..pos + len]));
+                    pos += len;
+                    self.records += 1;
+                }
+                self.pos = pos;
+            }
+            match self.next_record()? {
+                Some(Record::Event(e)) => f(&e),
+                Some(_) => {}
+                None => return Ok(()),
+            }
         }
     }
 
@@ -248,6 +391,26 @@ impl<R: Read> RecordReader<R> {
         }
         Ok(())
     }
+}
+
+/// Whether a chain of valid records of `kind` starts at `bytes[0]`: at
+/// least `records` of them, or, when `bytes` runs to the end of the file
+/// (`at_eof`), records up to exactly its end. A cheap test of a candidate
+/// record boundary in the middle of a file (see `ross::share`).
+pub fn chain_holds(kind: FileKind, bytes: &[u8], records: usize, at_eof: bool) -> bool {
+    let mut pos = 0;
+    for _ in 0..records {
+        if pos == bytes.len() {
+            return at_eof;
+        }
+        match frame(kind, &bytes[pos..], DEFAULT_MAX_RECORD_LEN) {
+            Frame::Record(_, len) => pos += len,
+            Frame::Bad(_) => return false,
+            // The window is too short to see the whole chain: not proven.
+            Frame::Need(..) => return false,
+        }
+    }
+    true
 }
 
 /// Decides the next record from the bytes buffered at its start.

@@ -1,0 +1,1 @@
+//! Following files while ROSS writes them.

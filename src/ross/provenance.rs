@@ -1,0 +1,266 @@
+//! The findings of a ROSS analysis as the rows and attributes of the
+//! provenance file (`output::ross` writes them).
+//!
+//! Every rank holds the same findings, so every rank builds the same rows;
+//! the rows depend on nothing but the input files and the settings, which
+//! is what makes the file the same for any number of AD ranks (only the
+//! `ad_ranks`, `command_line` and time attributes tell runs apart).
+
+use std::path::Path;
+
+use super::hotspots::HotspotLp;
+use super::peers::PeerAnomaly;
+use super::signals::{Entity, RunSeries, Signal};
+use super::Findings;
+use crate::collectives::Collectives;
+use crate::output::hdf5file::FileAttr;
+use crate::output::ross::*;
+use crate::util::utc::utc_iso8601;
+
+/// `(pe, kp, lp)` of an entity, -1 where it does not apply.
+fn ids(e: Entity) -> (u64, i64, i64) {
+    match e {
+        Entity::Pe(p) => (u64::from(p), -1, -1),
+        Entity::Kp(p, k) => (u64::from(p), i64::from(k), -1),
+        Entity::Lp(p, k, l) => (u64::from(p), i64::from(k), i64::from(l)),
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Builds the tables of the findings.
+pub fn tables(f: &Findings) -> RossTables {
+    let mut t = RossTables::default();
+    let push_peer = |t: &mut RossTables, a: &PeerAnomaly, cause: Option<u32>, series: &str| {
+        let (pe, kp, lp) = ids(a.entity);
+        let id = t.anomalies.len() as u64;
+        let mut r = RossAnomalyRow::new(a.entity.kind(), a.signal.name(), series);
+        r.id = id;
+        r.pe = pe as i64;
+        r.kp = kp;
+        r.lp = lp;
+        (r.gvt_from, r.gvt_to) = (a.span.gvt_from, a.span.gvt_to);
+        (r.real_from, r.real_to) = (a.span.real_from, a.span.real_to);
+        (r.first_interval, r.last_interval) = (a.first as u64, a.last as u64);
+        (r.score, r.value, r.peer_median) = (a.score, a.value, a.peer_median);
+        r.caused_by_pe = cause.map_or(-1, i64::from);
+        r.evidence_start = t.evidence.len() as u64;
+        for (i, v) in a.context.1.iter().enumerate() {
+            t.evidence.push(EvidenceRow {
+                anomaly: id,
+                interval: (a.context.0 + i) as u64,
+                value: *v,
+            });
+        }
+        r.evidence_len = a.context.1.len() as u64;
+        t.anomalies.push(r);
+    };
+    for (a, c) in &f.gvt_anomalies {
+        push_peer(&mut t, a, *c, "gvt");
+    }
+    for (a, c) in &f.rt_anomalies {
+        push_peer(&mut t, a, *c, "rt");
+    }
+    for h in &f.hotspots {
+        push_hotspot(&mut t, h, f);
+    }
+    let mut ranked: Vec<(u32, f64)> = f.costs.iter().map(|(p, c)| (*p, *c)).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (i, (pe, cost)) in ranked.iter().enumerate() {
+        let n = t
+            .anomalies
+            .iter()
+            .filter(|a| a.pe == i64::from(*pe) || a.caused_by_pe == i64::from(*pe))
+            .count();
+        t.entities.push(EntityRow {
+            rank: i as u64 + 1,
+            pe: u64::from(*pe),
+            cost_s: *cost,
+            anomalies: n as u64,
+        });
+    }
+    for (name, series) in [("gvt", Some(&f.gvt)), ("rt", f.rt.as_ref())] {
+        if let Some(s) = series {
+            series_rows(&mut t, name, s);
+        }
+    }
+    if let Some(tr) = &f.trace {
+        t.trace_per_interval = tr.tally.per_interval.clone();
+    }
+    t
+}
+
+fn push_hotspot(t: &mut RossTables, h: &HotspotLp, f: &Findings) {
+    let id = t.anomalies.len() as u64;
+    let mut r = RossAnomalyRow::new("lp", "trace_events_received", "evtrace");
+    r.id = id;
+    r.lp = i64::from(h.lp);
+    // Where the LP lives, when LP samples say.
+    if let Some(Entity::Lp(p, k, _)) = f
+        .gvt
+        .values
+        .keys()
+        .map(|(e, _)| *e)
+        .find(|e| matches!(e, Entity::Lp(_, _, l) if *l == h.lp))
+    {
+        r.pe = i64::from(p);
+        r.kp = i64::from(k);
+    }
+    (r.gvt_from, r.gvt_to) = (h.span.gvt_from, h.span.gvt_to);
+    (r.real_from, r.real_to) = (h.span.real_from, h.span.real_to);
+    (r.first_interval, r.last_interval) = (h.first as u64, h.last as u64);
+    (r.score, r.value, r.peer_median) = (h.score, h.events as f64, h.peer_median);
+    r.evidence_start = t.evidence.len() as u64;
+    let lo = h.first.saturating_sub(1);
+    let hi = (h.last + 2).min(h.per_interval.len());
+    for k in lo..hi {
+        t.evidence.push(EvidenceRow {
+            anomaly: id,
+            interval: k as u64,
+            value: h.per_interval[k] as f64,
+        });
+    }
+    r.evidence_len = hi.saturating_sub(lo) as u64;
+    r.senders_start = t.senders.len() as u64;
+    for (lp, n) in &h.top_senders {
+        t.senders.push(SenderRow {
+            anomaly: id,
+            lp: u64::from(*lp),
+            events: *n,
+        });
+    }
+    r.senders_len = h.top_senders.len() as u64;
+    t.anomalies.push(r);
+}
+
+/// Statistics, interval bounds and the peer model of one set of series.
+fn series_rows(t: &mut RossTables, name: &str, s: &RunSeries) {
+    for ((e, sig), v) in &s.values {
+        t.stats
+            .push(SeriesStatsRow::of(name, e.kind(), ids(*e), sig.name(), v));
+    }
+    for (pe, ivs) in &s.intervals {
+        for (k, iv) in ivs.iter().enumerate() {
+            t.intervals.push(IntervalRow::new(
+                name,
+                u64::from(*pe),
+                k as u64,
+                [iv.gvt_from, iv.gvt_to, iv.real_from, iv.real_to],
+            ));
+        }
+    }
+    for kind in ["pe", "kp", "lp"] {
+        let signals: &[Signal] = match kind {
+            "pe" => &Signal::PE,
+            "kp" => &Signal::KP,
+            _ => &Signal::LP,
+        };
+        for sig in signals.iter().filter(|s| s.is_compared()) {
+            let group: Vec<&Vec<f64>> = s
+                .values
+                .iter()
+                .filter(|((e, g), _)| g == sig && e.kind() == kind)
+                .map(|(_, v)| v)
+                .collect();
+            if group.len() < 2 {
+                continue;
+            }
+            let len = group.iter().map(|v| v.len()).min().unwrap_or(0);
+            for k in 0..len {
+                let mut col: Vec<f64> = group.iter().map(|v| v[k]).collect();
+                let m = median(&mut col);
+                let mut dev: Vec<f64> = col.iter().map(|v| (v - m).abs()).collect();
+                let mad = median(&mut dev);
+                t.model.push(PeerModelRow::new(
+                    name,
+                    kind,
+                    sig.name(),
+                    k as u64,
+                    [group.len() as f64, m, mad],
+                ));
+            }
+        }
+    }
+}
+
+/// The root attributes of the file (the same on every rank).
+pub fn attributes(
+    f: &Findings,
+    coll: &Collectives,
+    run_json: &serde_json::Value,
+    started_at: u64,
+    ended_at: u64,
+) -> Vec<(&'static str, FileAttr)> {
+    let mine: Vec<String> = std::env::args().collect();
+    let command_line = coll
+        .allgather_bytes(mine.join(" ").as_bytes())
+        .into_iter()
+        .next()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let inputs: Vec<String> = f
+        .run
+        .files
+        .kinds
+        .iter()
+        .filter_map(|k| f.run.files.path(*k))
+        .map(|p| p.display().to_string())
+        .collect();
+    let params = serde_json::json!({
+        "threshold": f.rule.threshold,
+        "rel_floor": f.rule.rel_floor,
+        "min_intervals": f.rule.min_intervals,
+        "rt_bridge": super::peers::RT_BRIDGE,
+        "clock_rescale_factor": f.run.rescale.map(|r| r.factor()),
+    });
+    vec![
+        (
+            "schema_version",
+            FileAttr::U64(crate::output::SCHEMA_VERSION),
+        ),
+        ("source", FileAttr::Str("ross".into())),
+        (
+            "program",
+            FileAttr::Str(format!("chimbuko-mpi {}", env!("CARGO_PKG_VERSION"))),
+        ),
+        ("algorithm", FileAttr::Str("peer".into())),
+        ("algorithm_params", FileAttr::Str(params.to_string())),
+        ("ad_ranks", FileAttr::U64(coll.size() as u64)),
+        (
+            "input_streams",
+            FileAttr::Str(serde_json::to_string(&inputs).unwrap_or_default()),
+        ),
+        ("command_line", FileAttr::Str(command_line)),
+        ("start_time", FileAttr::Str(utc_iso8601(started_at))),
+        ("end_time", FileAttr::Str(utc_iso8601(ended_at))),
+        ("ross_run", FileAttr::Str(run_json.to_string())),
+        (
+            "warnings",
+            FileAttr::Str(serde_json::to_string(&f.warnings).unwrap_or_default()),
+        ),
+    ]
+}
+
+/// Writes the provenance file of the findings (collective).
+pub fn write(
+    path: &Path,
+    coll: &Collectives,
+    overwrite: bool,
+    f: &Findings,
+    run_json: &serde_json::Value,
+    started_at: u64,
+) -> anyhow::Result<()> {
+    let ended = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let attrs = attributes(f, coll, run_json, started_at, ended);
+    write_ross_provenance(path, coll, overwrite, &attrs, &tables(f))
+}
