@@ -8,7 +8,12 @@ use clap::Args;
 use chimbuko_mpi::collectives::Collectives;
 use chimbuko_mpi::ross::peers::PeerRule;
 use chimbuko_mpi::ross::report::RossReport;
+use std::io::Write;
+use std::time::Duration;
+
+use chimbuko_mpi::ross::follow::{follow, FollowOptions, LiveAnomaly};
 use chimbuko_mpi::ross::{analyse_shared, provenance, RossOptions};
+use chimbuko_mpi::sys::signals;
 
 /// The flags of `ross`.
 #[derive(Args)]
@@ -46,6 +51,22 @@ pub struct RossArgs {
     /// Replace the provenance file if it exists.
     #[arg(long)]
     overwrite: bool,
+    /// Analyse the files while ROSS is still writing them: report
+    /// anomalies as they appear, end at the final real-time sample, after
+    /// `--idle-timeout` without growth, or on SIGTERM.
+    #[arg(long)]
+    follow: bool,
+    /// With `--follow`: seconds without any file growing after which the
+    /// run is taken as over.
+    #[arg(long, default_value_t = 60.0)]
+    idle_timeout: f64,
+    /// With `--follow`: milliseconds between polls of the files.
+    #[arg(long, default_value_t = 200)]
+    poll_ms: u64,
+    /// With `--follow`: append each live anomaly, with when its flush
+    /// landed and when it was found, to this JSON-lines file.
+    #[arg(long)]
+    live_out: Option<PathBuf>,
     /// Write no provenance file.
     #[arg(long, conflicts_with_all = ["out", "overwrite"])]
     no_provenance: bool,
@@ -81,8 +102,62 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    if !(a.idle_timeout.is_finite() && a.idle_timeout > 0.0) {
+        anyhow::bail!(
+            "--idle-timeout must be a positive number of seconds, got {}",
+            a.idle_timeout
+        );
+    }
     let coll = Collectives::init()?;
-    let findings = analyse_shared(&opts, &coll)?;
+    let findings = if a.follow {
+        signals::install(coll.rank(), Duration::from_secs(30));
+        let fo = FollowOptions {
+            idle_timeout: Duration::from_secs_f64(a.idle_timeout),
+            poll: Duration::from_millis(a.poll_ms.max(1)),
+        };
+        let mut live_file = match &a.live_out {
+            Some(p) if coll.rank() == 0 => Some(
+                std::fs::File::create(p)
+                    .map_err(|e| anyhow::anyhow!("creating {}: {e}", p.display()))?,
+            ),
+            _ => None,
+        };
+        let mut on_live = |l: &LiveAnomaly| {
+            let x = &l.anomaly;
+            println!(
+                "live: {:?} {} at GVT {:.3}..{:.3} (real {:.3}..{:.3} s), score {:.1}",
+                x.entity,
+                x.signal.name(),
+                x.span.gvt_from,
+                x.span.gvt_to,
+                x.span.real_from,
+                x.span.real_to,
+                x.score
+            );
+            if let Some(f) = live_file.as_mut() {
+                let line = serde_json::json!({
+                    "kind": x.entity.kind(),
+                    "pe": x.entity.pe(),
+                    "signal": x.signal.name(),
+                    "gvt_from": x.span.gvt_from,
+                    "gvt_to": x.span.gvt_to,
+                    "score": x.score,
+                    "landed_at": l.landed_at,
+                    "found_at": l.found_at,
+                    "latency_s": l.found_at - l.landed_at,
+                });
+                let _ = writeln!(f, "{line}");
+                let _ = f.flush();
+            }
+        };
+        let (findings, end) = follow(&opts, &fo, &coll, &mut on_live)?;
+        if coll.rank() == 0 {
+            eprintln!("ross: stopped following: {}", end.describe());
+        }
+        findings
+    } else {
+        analyse_shared(&opts, &coll)?
+    };
     let report = RossReport::new(&findings);
     if !a.no_provenance {
         let out = a.out.clone().unwrap_or_else(|| {

@@ -171,6 +171,19 @@ pub fn analyse_shared(opts: &RossOptions, share: &dyn WorkShare) -> anyhow::Resu
     };
     let gvt = engine(FileKind::Gvt)?.unwrap_or_default();
     let rt = engine(FileKind::Rt)?;
+    conclude_with_trace(run, opts.rule, gvt, rt, warnings, share)
+}
+
+/// From the engine samples to the findings: the series, the event trace's
+/// counts (shared by the ranks), then [`conclude`].
+pub fn conclude_with_trace(
+    run: RunFiles,
+    rule: PeerRule,
+    gvt: EngineSeries,
+    rt: Option<EngineSeries>,
+    mut warnings: Vec<String>,
+    share: &dyn WorkShare,
+) -> anyhow::Result<Findings> {
     let series = RunSeries::from_engine(&gvt);
     let grid = gvt_grid(&first_grid(&series));
     let trace = match run.files.path(FileKind::EvTrace) {
@@ -190,7 +203,7 @@ pub fn analyse_shared(opts: &RossOptions, share: &dyn WorkShare) -> anyhow::Resu
         }
         None => None,
     };
-    conclude(run, opts.rule, series, rt.as_ref(), trace, warnings, share)
+    conclude(run, rule, series, rt.as_ref(), trace, warnings, share)
 }
 
 /// The intervals of the first PE: the GVT intervals of the run.

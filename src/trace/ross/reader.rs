@@ -168,8 +168,8 @@ impl<R: Read> RecordReader<R> {
     /// the records *for now* instead of failing; a later call reads on from
     /// the same record once more bytes have landed. Combine with
     /// [`RecordReader::set_limit`] to read only up to a size known to be
-    /// complete. [`RecordReader::finish`] turns what is left into an error
-    /// once the file is known to be final.
+    /// complete. [`RecordReader::stop_following`] makes what is left an
+    /// error once the file is known to be final.
     pub fn following(mut self) -> Self {
         self.growing = true;
         self
@@ -183,24 +183,12 @@ impl<R: Read> RecordReader<R> {
         self.limit = Some(limit);
     }
 
-    /// After the last record of a followed file: an error naming the
-    /// offset of what was left unread (a truncated or never completed last
-    /// record), or `Ok` when everything was read.
-    pub fn finish(&mut self) -> Result<(), RossError> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
+    /// The file is final: read on to its end as a finished file (a
+    /// truncated or bad last record is then an error, as in a post-hoc
+    /// read).
+    pub fn stop_following(&mut self) {
         self.growing = false;
         self.limit = None;
-        match self.next_record() {
-            Ok(None) => Ok(()),
-            Ok(Some(_)) => Err(RossError::format(
-                &self.path,
-                self.offset(),
-                "records left unread at the end of a followed file",
-            )),
-            Err(e) => Err(e),
-        }
     }
 
     /// Sets the length of the read buffer (at least 64 bytes; the buffer

@@ -1,0 +1,155 @@
+//! `chimbuko-mpi ross --follow`: a writer process appends flush blocks
+//! (`synth ross --pace-ms`, small buffers so that it flushes often) while
+//! `ross --follow` reads them; the result equals the post-hoc analysis of
+//! the finished files. Following ends at the final real-time samples, at
+//! the idle timeout when there are none, and on SIGTERM.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{exe, mpirun, run_ok};
+
+/// The hotspot scenario with small buffers (many flushes), `rt` on or off.
+fn scenario(dir: &Path, rt: bool) -> std::path::PathBuf {
+    let sc = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/ross-hotspot.toml");
+    let mut toml = std::fs::read_to_string(sc).unwrap().replace(
+        "prefix = \"hotspot\"",
+        "prefix = \"hotspot\"\nbuffer_size = 8192",
+    );
+    if !rt {
+        toml = toml.replace("rt = true", "rt = false");
+    }
+    let p = dir.join("scenario.toml");
+    std::fs::write(&p, toml).unwrap();
+    p
+}
+
+fn follower(np: usize, run: &Path, work: &Path, extra: &[&str]) -> Command {
+    let mut c = mpirun(np);
+    c.arg(exe())
+        .arg("ross")
+        .arg(run)
+        .args(["--follow", "--poll-ms", "20"])
+        .arg("--summary-out")
+        .arg(work.join("live.json"))
+        .arg("--live-out")
+        .arg(work.join("live.jsonl"))
+        .arg("--out")
+        .arg(work.join("live.h5"))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn post_hoc(run: &Path, work: &Path) -> String {
+    run_ok(
+        Command::new(exe())
+            .arg("ross")
+            .arg(run)
+            .arg("--summary-out")
+            .arg(work.join("post.json"))
+            .arg("--no-provenance"),
+    );
+    std::fs::read_to_string(work.join("post.json")).unwrap()
+}
+
+fn write_paced(sc: &Path, run: &Path, pace_ms: &str) {
+    run_ok(
+        Command::new(exe())
+            .args(["synth", "ross"])
+            .arg(sc)
+            .arg("--out")
+            .arg(run)
+            .args(["--pace-ms", pace_ms]),
+    );
+}
+
+#[test]
+fn following_a_growing_run_gives_the_post_hoc_result() {
+    let work = tempfile::tempdir().unwrap();
+    let sc = scenario(work.path(), true);
+    let run = work.path().join("run");
+    // The follower starts before the files exist.
+    let child = follower(2, &run, work.path(), &["--idle-timeout", "30"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    write_paced(&sc, &run, "40");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("final real-time samples landed"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("live: Lp(2, 1, 37) events_processed"),
+        "{stdout}"
+    );
+    let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();
+    assert_eq!(live, post_hoc(&run, work.path()));
+    // Each live anomaly says when its flush landed and when it was found.
+    let lines = std::fs::read_to_string(work.path().join("live.jsonl")).unwrap();
+    assert!(lines.lines().count() >= 3, "{lines}");
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let lat = v["latency_s"].as_f64().unwrap();
+        assert!((0.0..30.0).contains(&lat), "{l}");
+    }
+}
+
+#[test]
+fn without_real_time_samples_following_ends_at_the_idle_timeout() {
+    let work = tempfile::tempdir().unwrap();
+    let sc = scenario(work.path(), false);
+    let run = work.path().join("run");
+    let child = follower(1, &run, work.path(), &["--idle-timeout", "2"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    write_paced(&sc, &run, "10");
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("idle timeout"), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(20));
+    let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();
+    assert_eq!(live, post_hoc(&run, work.path()));
+}
+
+#[test]
+fn sigterm_ends_following_with_what_has_landed() {
+    let work = tempfile::tempdir().unwrap();
+    let sc = scenario(work.path(), false);
+    let run = work.path().join("run");
+    write_paced(&sc, &run, "0");
+    // Not launched by mpirun, so the signal reaches the process itself.
+    let mut child = Command::new(exe())
+        .arg("ross")
+        .arg(&run)
+        .args(["--follow", "--poll-ms", "20", "--idle-timeout", "600"])
+        .arg("--summary-out")
+        .arg(work.path().join("live.json"))
+        .arg("--no-provenance")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill with a valid pid and signal has no preconditions.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let t = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();
+    assert_eq!(live, post_hoc(&run, work.path()));
+}
