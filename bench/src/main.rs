@@ -16,6 +16,7 @@ mod plot;
 mod quality;
 mod reader;
 mod reduction;
+mod ross;
 mod throughput;
 
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ use clap::Parser;
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
     collectives::collectives, latency::latency, memory::memory, quality::quality, reader::reader,
-    reduction::reduction, throughput::throughput,
+    reduction::reduction, ross::ross_section, throughput::throughput,
 };
 
 #[derive(Parser)]
@@ -46,7 +47,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (reader, throughput, latency, collectives,
-    /// memory, reduction, quality); default all.
+    /// memory, reduction, quality, ross); default all.
     #[arg(long)]
     only: Vec<String>,
 }
@@ -70,7 +71,7 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 7] = [
+    let sections: [(&str, Section); 8] = [
         ("reader", reader),
         ("throughput", throughput),
         ("latency", latency),
@@ -78,6 +79,7 @@ fn main() -> anyhow::Result<()> {
         ("memory", memory),
         ("reduction", reduction),
         ("quality", quality),
+        ("ross", ross_section),
     ];
     for (name, run) in sections {
         if want(name) {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use chimbuko_mpi::ross::follow::{follow, FollowOptions, LiveAnomaly};
 use chimbuko_mpi::ross::{analyse_shared, provenance, RossOptions};
+use chimbuko_mpi::sys::allocator::peak_rss_kb;
 use chimbuko_mpi::sys::signals;
 
 /// The flags of `ross`.
@@ -175,12 +176,13 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
             eprintln!("ross: provenance in {}", out.display());
         }
     }
+    let peak_mb = coll.allreduce_max(&[peak_rss_kb()])[0] as f64 / 1024.0;
     if let Some(t) = &findings.trace {
         if coll.rank() == 0 {
             let mb = t.tally.bytes as f64 / 1e6;
             eprintln!(
                 "ross: event trace: {mb:.1} MB, {} records counted in {:.3} s on {} rank(s) \
-                 ({:.0} MB/s)",
+                 ({:.0} MB/s); peak RSS {peak_mb:.1} MB (largest rank)",
                 t.tally.records,
                 t.seconds,
                 coll.size(),
