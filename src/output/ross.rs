@@ -75,6 +75,8 @@ pub struct RossAnomalyRow {
     pub peer_median: f64,
     /// The PE the anomaly is attributed to (-1: none).
     pub caused_by_pe: i64,
+    /// The hotspot LP the anomaly is attributed to (-1: none).
+    pub caused_by_lp: i64,
     /// Rows of `ross/evidence` (the neighbouring samples).
     pub evidence_start: u64,
     /// Number of them.
@@ -236,6 +238,7 @@ impl RossAnomalyRow {
             value: 0.0,
             peer_median: 0.0,
             caused_by_pe: -1,
+            caused_by_lp: -1,
             evidence_start: 0,
             evidence_len: 0,
             senders_start: 0,
@@ -450,6 +453,7 @@ impl RossProvenance {
             "value": a.value,
             "peer_median": a.peer_median,
             "caused_by_pe": opt(a.caused_by_pe),
+            "caused_by_lp": opt(a.caused_by_lp),
             "evidence": evidence,
             "top_senders": senders,
         })
@@ -536,6 +540,8 @@ impl RossProvenance {
                 r.score,
                 if r.caused_by_pe >= 0 {
                     format!(", caused by PE {}", r.caused_by_pe)
+                } else if r.caused_by_lp >= 0 {
+                    format!(", caused by hotspot LP {}", r.caused_by_lp)
                 } else {
                     String::new()
                 }

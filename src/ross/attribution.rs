@@ -8,9 +8,14 @@
 //! overlap). The cost of a PE — how much run time it cost — is its excess
 //! event-processing time over its peers' median in its own windows plus
 //! the excess rollback time of the windows attributed to it.
+//!
+//! A hotspot LP makes its PE (and KP) process and queue more events: a
+//! PE or KP anomaly overlapping the window of a hotspot LP that lives
+//! there is attributed to that LP ([`hotspot_cause`]).
 
 use std::collections::BTreeMap;
 
+use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
 use super::signals::{Entity, RunSeries, Signal};
 
@@ -79,4 +84,42 @@ pub fn costs(
         }
     }
     cost
+}
+
+/// Where each LP lives (PE, KP), as the LP samples of `series` say.
+pub fn lp_homes(series: &RunSeries) -> BTreeMap<u32, (u32, u32)> {
+    series
+        .values
+        .keys()
+        .filter_map(|(e, _)| match e {
+            Entity::Lp(p, k, l) => Some((*l, (*p, *k))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The hotspot LP behind a PE's or KP's anomaly: a hot LP that lives on
+/// that PE (and KP) and was hot in an overlapping GVT window — the PE's
+/// event and queue surge is the hotspot's doing, not the PE's. Needs to
+/// know where LPs live (LP samples); `None` otherwise.
+pub fn hotspot_cause(
+    a: &PeerAnomaly,
+    hotspots: &[HotspotLp],
+    homes: &BTreeMap<u32, (u32, u32)>,
+) -> Option<u32> {
+    let (pe, kp) = match a.entity {
+        Entity::Pe(p) => (p, None),
+        Entity::Kp(p, k) => (p, Some(k)),
+        Entity::Lp(..) => return None,
+    };
+    hotspots
+        .iter()
+        .filter(|h| {
+            homes.get(&h.lp).is_some_and(|(hp, hk)| {
+                *hp == pe && kp.is_none_or(|k| k == *hk)
+            }) && h.span.gvt_from < a.span.gvt_to
+                && a.span.gvt_from < h.span.gvt_to
+        })
+        .max_by(|x, y| x.score.total_cmp(&y.score))
+        .map(|h| h.lp)
 }

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use super::attribution::{hotspot_cause, lp_homes};
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
 use super::signals::{Entity, RunSeries, Signal};
@@ -39,6 +40,7 @@ fn median(v: &mut [f64]) -> f64 {
 /// Builds the tables of the findings.
 pub fn tables(f: &Findings) -> RossTables {
     let mut t = RossTables::default();
+    let homes = lp_homes(&f.gvt);
     let push_peer = |t: &mut RossTables, a: &PeerAnomaly, cause: Option<u32>, series: &str| {
         let (pe, kp, lp) = ids(a.entity);
         let id = t.anomalies.len() as u64;
@@ -52,6 +54,7 @@ pub fn tables(f: &Findings) -> RossTables {
         (r.first_interval, r.last_interval) = (a.first as u64, a.last as u64);
         (r.score, r.value, r.peer_median) = (a.score, a.value, a.peer_median);
         r.caused_by_pe = cause.map_or(-1, i64::from);
+        r.caused_by_lp = hotspot_cause(a, &f.hotspots, &homes).map_or(-1, i64::from);
         r.evidence_start = t.evidence.len() as u64;
         for (i, v) in a.context.1.iter().enumerate() {
             t.evidence.push(EvidenceRow {

@@ -3,10 +3,10 @@
 //! by the run time they cost; as a text summary and as the JSON of
 //! `--summary-out`.
 
-use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::attribution::{hotspot_cause, lp_homes};
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
 use super::signals::Entity;
@@ -28,7 +28,7 @@ fn real(v: f64) -> Value {
 }
 
 /// One anomaly of the GVT or RT series as JSON.
-fn anomaly_json(a: &PeerAnomaly, cause: Option<u32>, series: &str) -> Value {
+fn anomaly_json(a: &PeerAnomaly, cause: Option<u32>, lp_cause: Option<u32>, series: &str) -> Value {
     let (kp, lp) = match a.entity {
         Entity::Pe(_) => (Value::Null, Value::Null),
         Entity::Kp(_, k) => (json!(k), Value::Null),
@@ -48,6 +48,7 @@ fn anomaly_json(a: &PeerAnomaly, cause: Option<u32>, series: &str) -> Value {
         "intervals": [a.first, a.last],
         "score": real(a.score),
         "caused_by_pe": cause,
+        "caused_by_lp": lp_cause,
         "evidence": {
             "value": real(a.value),
             "peer_median": real(a.peer_median),
@@ -75,6 +76,7 @@ fn hotspot_json(h: &HotspotLp, lp_home: Option<(u32, u32)>) -> Value {
         "intervals": [h.first, h.last],
         "score": real(h.score),
         "caused_by_pe": Value::Null,
+        "caused_by_lp": Value::Null,
         "evidence": {
             "value": h.events,
             "peer_median": real(h.peer_median),
@@ -91,23 +93,16 @@ impl RossReport {
         let files = &f.run.files;
         let stdout = f.run.stdout.as_ref();
         // Where each LP lives, from the LP samples (when there are some).
-        let homes: BTreeMap<u32, (u32, u32)> = f
-            .gvt
-            .values
-            .keys()
-            .filter_map(|(e, _)| match e {
-                Entity::Lp(p, k, l) => Some((*l, (*p, *k))),
-                _ => None,
-            })
-            .collect();
+        let homes = lp_homes(&f.gvt);
+        let lp_cause = |a: &PeerAnomaly| hotspot_cause(a, &f.hotspots, &homes);
         let mut list: Vec<Value> = f
             .gvt_anomalies
             .iter()
-            .map(|(a, c)| anomaly_json(a, *c, "gvt"))
+            .map(|(a, c)| anomaly_json(a, *c, lp_cause(a), "gvt"))
             .chain(
                 f.rt_anomalies
                     .iter()
-                    .map(|(a, c)| anomaly_json(a, *c, "rt")),
+                    .map(|(a, c)| anomaly_json(a, *c, lp_cause(a), "rt")),
             )
             .collect();
         list.extend(
@@ -206,10 +201,11 @@ impl RossReport {
                 Some("kp") => format!("PE {} KP {}", a["pe"], a["kp"]),
                 _ => format!("PE {}", a["pe"]),
             };
-            let cause = a["caused_by_pe"]
-                .as_u64()
-                .map(|p| format!(" (caused by PE {p})"))
-                .unwrap_or_default();
+            let cause = match (a["caused_by_pe"].as_u64(), a["caused_by_lp"].as_u64()) {
+                (Some(p), _) => format!(" (caused by PE {p})"),
+                (None, Some(l)) => format!(" (caused by hotspot LP {l})"),
+                _ => String::new(),
+            };
             let series = match a["series"].as_str() {
                 Some("rt") => " [real-time series]",
                 Some("evtrace") => " [event trace]",

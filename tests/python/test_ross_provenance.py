@@ -17,7 +17,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "ross" / "phold-np4-opt-gvt-kplp-rbtrace
 COLUMNS = {
     "ross/anomalies": ["id", "kind", "pe", "kp", "lp", "signal", "series", "gvt_from", "gvt_to",
                        "real_from", "real_to", "first_interval", "last_interval", "score",
-                       "value", "peer_median", "caused_by_pe", "evidence_start", "evidence_len",
+                       "value", "peer_median", "caused_by_pe", "caused_by_lp", "evidence_start", "evidence_len",
                        "senders_start", "senders_len"],
     "ross/evidence": ["anomaly", "interval", "value"],
     "ross/senders": ["anomaly", "lp", "events"],
