@@ -17,6 +17,6 @@ cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 echo "[test-fast] unit tests and single-process integration tests"
 cargo test --workspace --all-features --quiet --lib --bins \
   --test architecture --test events_callstack --test exact_properties \
-  --test fuzz_regressions --test ross_analysis --test ross_detection --test ross_reader --test synth_ross --test trace_bad_input --test trace_real_tau \
+  --test fuzz_regressions --test ross_analysis --test ross_detection --test ross_reader --test ross_reader_modes --test synth_ross --test trace_bad_input --test trace_real_tau \
   --test trace_roundtrip 2>&1
 echo "[test-fast] passed (the full suite is scripts/test.sh)"

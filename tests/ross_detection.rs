@@ -14,12 +14,16 @@
 use std::path::Path;
 
 use chimbuko_mpi::ross::{analyse, RossOptions as Analysis};
-use chimbuko_mpi::synth::ross::{load_ross_scenario, write_ross, RossOptions, RossScenario};
 use chimbuko_mpi::synth::ross::RossAnomaly;
+use chimbuko_mpi::synth::ross::{load_ross_scenario, write_ross, RossOptions, RossScenario};
 
 fn scenario(file: &str) -> RossScenario {
     load_ross_scenario(&RossOptions {
-        scenario: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(file)),
+        scenario: Some(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("scenarios")
+                .join(file),
+        ),
         ..Default::default()
     })
     .unwrap()
@@ -113,8 +117,7 @@ fn evaluate(sc: &RossScenario, score: &mut Score) {
         }
         let counts_as_found = is_culprit
             && overlaps
-            && (culprit_lp.is_some()
-                || (a["signal"] == "event_process_s" && a["series"] == "gvt"));
+            && (culprit_lp.is_some() || (a["signal"] == "event_process_s" && a["series"] == "gvt"));
         if counts_as_found {
             found = true;
             let inter = overlap(w, (from, to));

@@ -41,7 +41,10 @@ fn synth_ross(b: &Bench, name: &str, scenario: &Path, extra: &[&str]) -> anyhow:
         .args(extra)
         .output()?;
     if !out.status.success() {
-        bail!("synth ross {name}: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "synth ross {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     std::fs::write(&stamp, key)?;
     Ok(dir)
@@ -135,7 +138,10 @@ pub(crate) fn ross_section(b: &mut Bench) -> anyhow::Result<()> {
                 np.to_string(),
                 rates.join(" / "),
                 f(top / np as f64, 0),
-                f(fastest.records / fastest.seconds.max(1e-9) / np as f64 / 1e6, 1),
+                f(
+                    fastest.records / fastest.seconds.max(1e-9) / np as f64 / 1e6,
+                    1,
+                ),
                 f(rss, 1),
                 f(fastest.wall, 2),
             ]);
@@ -210,8 +216,10 @@ pub(crate) fn ross_section(b: &mut Bench) -> anyhow::Result<()> {
 /// `--follow` beside a writer: latency from a flush landing (the GVT
 /// file's mtime) to the live anomaly being written.
 fn follow_latency(b: &mut Bench) -> anyhow::Result<()> {
-    let sc = std::fs::read_to_string(b.root.join("scenarios/ross-hotspot.toml"))?
-        .replace("prefix = \"hotspot\"", "prefix = \"hotspot\"\nbuffer_size = 8192");
+    let sc = std::fs::read_to_string(b.root.join("scenarios/ross-hotspot.toml"))?.replace(
+        "prefix = \"hotspot\"",
+        "prefix = \"hotspot\"\nbuffer_size = 8192",
+    );
     let sc_path = b.work.join("ross-follow.toml");
     std::fs::write(&sc_path, sc)?;
     let mut rows = Vec::new();
@@ -223,7 +231,14 @@ fn follow_latency(b: &mut Bench) -> anyhow::Result<()> {
         let child = Command::new(&b.bin)
             .arg("ross")
             .arg(&dir)
-            .args(["--follow", "--no-provenance", "--idle-timeout", "20", "--poll-ms", poll])
+            .args([
+                "--follow",
+                "--no-provenance",
+                "--idle-timeout",
+                "20",
+                "--poll-ms",
+                poll,
+            ])
             .arg("--live-out")
             .arg(&live)
             .stdout(Stdio::null())
@@ -238,7 +253,10 @@ fn follow_latency(b: &mut Bench) -> anyhow::Result<()> {
             .args(["--pace-ms", "100"])
             .output()?;
         if !out.status.success() {
-            bail!("synth ross (paced): {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "synth ross (paced): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let status = child.wait_with_output()?.status;
         if !status.success() {
@@ -272,7 +290,12 @@ fn follow_latency(b: &mut Bench) -> anyhow::Result<()> {
          periods plus the analysis of the series so far.",
     );
     b.table(
-        &["poll ms", "live anomalies", "median latency ms", "max latency ms"],
+        &[
+            "poll ms",
+            "live anomalies",
+            "median latency ms",
+            "max latency ms",
+        ],
         &rows,
     );
     b.target(
@@ -309,7 +332,11 @@ fn detection(b: &mut Bench) -> anyhow::Result<()> {
                 .replace(
                     &format!(
                         "factor = {}\n",
-                        if file.contains("slowpe") { "100.0" } else { "48.0" }
+                        if file.contains("slowpe") {
+                            "100.0"
+                        } else {
+                            "48.0"
+                        }
                     ),
                     &format!("factor = {factor}\n"),
                 );
@@ -404,7 +431,14 @@ fn detection(b: &mut Bench) -> anyhow::Result<()> {
          ones yield is pinned and explained in `tests/ross_analysis.rs` and the README.",
     );
     b.table(
-        &["injected", "PEs", "runs", "recall", "precision", "anomalies"],
+        &[
+            "injected",
+            "PEs",
+            "runs",
+            "recall",
+            "precision",
+            "anomalies",
+        ],
         &rows,
     );
     Ok(())

@@ -115,9 +115,10 @@ pub fn hotspot_cause(
     hotspots
         .iter()
         .filter(|h| {
-            homes.get(&h.lp).is_some_and(|(hp, hk)| {
-                *hp == pe && kp.is_none_or(|k| k == *hk)
-            }) && h.span.gvt_from < a.span.gvt_to
+            homes
+                .get(&h.lp)
+                .is_some_and(|(hp, hk)| *hp == pe && kp.is_none_or(|k| k == *hk))
+                && h.span.gvt_from < a.span.gvt_to
                 && a.span.gvt_from < h.span.gvt_to
         })
         .max_by(|x, y| x.score.total_cmp(&y.score))

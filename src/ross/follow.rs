@@ -171,6 +171,9 @@ pub fn follow(
             for f in followed.iter_mut() {
                 let size = std::fs::metadata(f.reader.path()).map_or(0, |m| m.len());
                 if size == f.seen && size > f.reader.offset() {
+                    // Bytes read ahead at the last poll may have been an
+                    // unwritten region then.
+                    let _ = f.reader.refresh();
                     f.reader.set_limit(size);
                     let n = add_records(&mut f.reader, &mut f.series, run.rescale.as_ref())
                         .unwrap_or(0);
@@ -257,6 +260,7 @@ pub fn follow(
                 seen: 0,
             },
         };
+        let _ = f.reader.refresh();
         f.reader.stop_following();
         if let Err(e) = add_records(&mut f.reader, &mut f.series, run.rescale.as_ref()) {
             warnings.push(e.to_string());

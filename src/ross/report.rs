@@ -3,7 +3,6 @@
 //! by the run time they cost; as a text summary and as the JSON of
 //! `--summary-out`.
 
-
 use serde_json::{json, Value};
 
 use super::attribution::{hotspot_cause, lp_homes};

@@ -123,6 +123,25 @@ impl RecordReader<File> {
         Ok(r)
     }
 
+    /// For a followed file, before reading what landed since the last
+    /// call: forgets the bytes read ahead of the next record and reads them
+    /// again from the file. A region not yet written when it was read (a
+    /// collective write lands rank by rank) read as zeros; it may hold the
+    /// real bytes now.
+    pub fn refresh(&mut self) -> Result<(), RossError> {
+        use std::io::{Seek, SeekFrom};
+        if self.failed.is_some() || self.end == self.pos {
+            return Ok(());
+        }
+        let at = self.offset();
+        self.src
+            .seek(SeekFrom::Start(at))
+            .map_err(|e| RossError::io(&self.path, Some(at), &e))?;
+        self.end = self.pos;
+        self.eof = false;
+        Ok(())
+    }
+
     /// Opens `path` as the kind its name says (`<prefix>-<suffix>.bin`).
     pub fn open_by_name(path: impl AsRef<Path>) -> Result<Self, RossError> {
         let path = path.as_ref();
