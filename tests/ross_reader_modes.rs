@@ -191,7 +191,7 @@ fn a_followed_file_delivers_each_record_once_it_is_complete() {
         if step == 5 && at < src.len() {
             // A hole: the file grows by zeros that a later write fills.
             let hole = (src.len() - at).min(64);
-            let mut g = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            let g = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
             g.set_len((at + hole) as u64).unwrap();
             r.refresh().unwrap();
             while r.next_record().unwrap().is_some() {
