@@ -87,6 +87,10 @@ impl GridIndex {
         if self.first.is_empty() {
             return self.upper.partition_point(|g| *g < t).min(last);
         }
+        if t.is_nan() {
+            // No bound is below NaN (validated records never hold one).
+            return 0;
+        }
         let pos = (t - self.lo) * self.per_unit;
         // NaN and times before the grid go to bucket 0, after it to the
         // last one (`as` saturates).
