@@ -14,6 +14,13 @@
 //! [`RossError`] naming the file and the record's byte offset; the records
 //! before it have all been delivered, and asking again returns the same
 //! error. No input makes the reader panic.
+//!
+//! Besides reading a finished file front to back, the reader reads a byte
+//! range of it (one AD rank's share), a file that is still being written
+//! (following it), and event traces in a fast loop; with the framing of
+//! every record kind and the tests of these modes, this file is long
+//! because the modes share the one framing and buffer logic and belong
+//! together.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
