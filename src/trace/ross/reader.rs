@@ -17,10 +17,9 @@
 //!
 //! Besides reading a finished file front to back, the reader reads a byte
 //! range of it (one AD rank's share), a file that is still being written
-//! (following it), and event traces in a fast loop; with the framing of
-//! every record kind and the tests of these modes, this file is long
-//! because the modes share the one framing and buffer logic and belong
-//! together.
+//! (following it), and event traces in a fast loop. This file
+//! is long because those modes share the framing and buffer logic of every record
+//! kind and belong together.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
