@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
 use super::signals::{Entity, RunSeries, Signal};
+use super::Findings;
 
 /// Whether an anomaly's signal is one a slow PE inflicts on the others.
 fn is_victim_signal(sig: Signal) -> bool {
@@ -123,4 +124,40 @@ pub fn hotspot_cause(
         })
         .max_by(|x, y| x.score.total_cmp(&y.score))
         .map(|h| h.lp)
+}
+
+/// A PE and the run time it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedPe {
+    /// The PE.
+    pub pe: u32,
+    /// Seconds of run time it cost (see the module doc).
+    pub cost_s: f64,
+    /// Anomalies of it (its own, its KPs' and LPs', the hotspot LPs it
+    /// holds) or attributed to it.
+    pub anomalies: usize,
+}
+
+/// Every PE of the run, costliest first (ties by PE id).
+pub fn ranked_pes(f: &Findings) -> Vec<RankedPe> {
+    let homes = lp_homes(&f.gvt);
+    let mut ranked: Vec<(u32, f64)> = f.costs.iter().map(|(p, c)| (*p, *c)).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+        .into_iter()
+        .map(|(pe, cost_s)| RankedPe {
+            pe,
+            cost_s,
+            anomalies: f
+                .gvt_anomalies
+                .iter()
+                .chain(&f.rt_anomalies)
+                .filter(|(a, c)| a.entity.pe() == pe || *c == Some(pe))
+                .count()
+                + f.hotspots
+                    .iter()
+                    .filter(|h| homes.get(&h.lp).map(|x| x.0) == Some(pe))
+                    .count(),
+        })
+        .collect()
 }

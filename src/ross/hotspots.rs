@@ -5,7 +5,7 @@
 //! against each other, and the candidates' per-interval counts (pass 2)
 //! give the window in which each was hot.
 
-use super::peers::{peer_score, PeerRule};
+use super::peers::{median, median_sorted, median_without, peer_scale, peer_score, PeerRule};
 use super::signals::{Interval, Signal};
 use super::trace_counts::{HotTally, TraceTally};
 
@@ -30,6 +30,16 @@ pub struct HotspotLp {
     pub top_senders: Vec<(u32, u64)>,
     /// Events it received per GVT interval.
     pub per_interval: Vec<u64>,
+}
+
+impl HotspotLp {
+    /// Its events per interval over the window and one interval on each
+    /// side (the neighbouring samples), with the index of the first.
+    pub fn evidence(&self) -> (usize, &[u64]) {
+        let lo = self.first.saturating_sub(1);
+        let hi = (self.last + 2).min(self.per_interval.len());
+        (lo, self.per_interval.get(lo..hi).unwrap_or(&[]))
+    }
 }
 
 /// An LP that pass 1 found far above its peers, before pass 2 adds its
@@ -68,46 +78,47 @@ pub fn candidates(tally: &TraceTally, model_lps: Option<u64>, rule: &PeerRule) -
         return Vec::new();
     }
     let sig = Signal::EventsProcessed;
-    let mut out = Vec::new();
-    if lps.len() <= EXACT_GROUP {
-        for (i, (lp, n)) in lps.iter().enumerate() {
-            let others: Vec<f64> = lps
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, (_, v))| *v)
-                .collect();
-            let (score, med) = peer_score(*n, &others, sig, rule);
-            if score >= rule.threshold {
-                out.push(Candidate {
-                    lp: *lp,
-                    score,
-                    events: *n as u64,
-                    peer_median: med,
-                });
-            }
-        }
+    // `(score, median of the others)` of each LP.
+    let scores: Vec<(f64, f64)> = if lps.len() <= EXACT_GROUP {
+        (0..lps.len())
+            .map(|i| {
+                let others: Vec<f64> = lps
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, (_, v))| *v)
+                    .collect();
+                peer_score(lps[i].1, &others, sig, rule)
+            })
+            .collect()
     } else {
         let mut sorted: Vec<f64> = lps.iter().map(|(_, v)| *v).collect();
         sorted.sort_by(f64::total_cmp);
         let all_median = median_sorted(&sorted);
-        let mut dev: Vec<f64> = sorted.iter().map(|v| (v - all_median).abs()).collect();
-        dev.sort_by(f64::total_cmp);
-        let mad = median_sorted(&dev);
-        for (lp, n) in &lps {
-            let med = median_without(&sorted, *n);
-            let scale = (1.4826 * mad).max(rule.rel_floor * med.abs()).max(1.0);
-            let score = (n - med) / scale;
-            if score >= rule.threshold {
-                out.push(Candidate {
-                    lp: *lp,
-                    score,
-                    events: *n as u64,
-                    peer_median: med,
-                });
-            }
-        }
-    }
+        let mad = median(
+            &mut sorted
+                .iter()
+                .map(|v| (v - all_median).abs())
+                .collect::<Vec<_>>(),
+        );
+        lps.iter()
+            .map(|(_, n)| {
+                let med = median_without(&sorted, *n);
+                ((n - med) / peer_scale(mad, med, sig, rule), med)
+            })
+            .collect()
+    };
+    let mut out: Vec<Candidate> = lps
+        .iter()
+        .zip(scores)
+        .filter(|(_, (score, _))| *score >= rule.threshold)
+        .map(|((lp, n), (score, med))| Candidate {
+            lp: *lp,
+            score,
+            events: *n as u64,
+            peer_median: med,
+        })
+        .collect();
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.lp.cmp(&b.lp)));
     // The evidence pass keeps per-interval counts for each candidate: a
     // bounded number of them.
@@ -117,29 +128,6 @@ pub fn candidates(tally: &TraceTally, model_lps: Option<u64>, rule: &PeerRule) -
 
 /// Most hotspot LPs reported (the strongest).
 pub const MAX_HOTSPOTS: usize = 64;
-
-fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-/// The median of sorted `v` without one element equal to `x`.
-fn median_without(v: &[f64], x: f64) -> f64 {
-    let at = v.partition_point(|y| *y < x);
-    let m = v.len() - 1;
-    let get = |i: usize| if i < at { v[i] } else { v[i + 1] };
-    if m == 0 {
-        0.0
-    } else if m % 2 == 1 {
-        get(m / 2)
-    } else {
-        (get(m / 2 - 1) + get(m / 2)) / 2.0
-    }
-}
 
 /// The hotspots of the candidates, with the window and senders pass 2
 /// counted (`hot.lps` are the candidates' LPs, in the same order).
@@ -184,21 +172,5 @@ fn window(per: &[u64], run_median: f64) -> (usize, usize) {
     match (busy.first(), busy.last()) {
         (Some(a), Some(b)) => (*a, *b),
         _ => (0, intervals - 1),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_without_one_matches_removing_it() {
-        let v = [1.0, 2.0, 2.0, 5.0, 9.0];
-        for x in v {
-            let mut w = v.to_vec();
-            let i = w.iter().position(|y| *y == x).unwrap();
-            w.remove(i);
-            assert_eq!(median_without(&v, x), median_sorted(&w), "{x}");
-        }
     }
 }

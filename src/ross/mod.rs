@@ -351,8 +351,7 @@ pub fn conclude(
                 Vec::new()
             } else {
                 let lps: Vec<u32> = cands.iter().map(|c| c.lp).collect();
-                let payload_only =
-                    run.model_lps().is_none() && t.tally.to_lp.iter().any(|c| c[0] + c[1] > 0);
+                let payload_only = t.tally.payload_only(run.model_lps());
                 let hot = count_hot(share, &t.path, ranges, &gvt_grid(&grid), &lps, payload_only)?;
                 hotspots::hotspots(&cands, &hot, &grid)
             }

@@ -90,17 +90,29 @@ fn abs_floor(sig: Signal) -> f64 {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
+/// The median of `v` (sorted in place; 0 when empty).
+pub(super) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
+    median_sorted(v)
+}
+
+/// The median of sorted `v` (0 when empty).
+pub(super) fn median_sorted(v: &[f64]) -> f64 {
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
+}
+
+/// The scale a difference from the peers' median `m` is measured in: the
+/// peers' spread (`mad`, unscaled), floored by a share of the median and
+/// by the signal's smallest meaningful difference.
+pub(super) fn peer_scale(mad: f64, m: f64, sig: Signal, rule: &PeerRule) -> f64 {
+    (1.4826 * mad)
+        .max(rule.rel_floor * m.abs())
+        .max(abs_floor(sig))
 }
 
 /// The score of `x` against `others` alone (one interval, no history):
@@ -110,10 +122,7 @@ pub fn peer_score(x: f64, others: &[f64], sig: Signal, rule: &PeerRule) -> (f64,
     let m = median(&mut o);
     let mut dev: Vec<f64> = others.iter().map(|v| (v - m).abs()).collect();
     let mad = median(&mut dev);
-    let scale = (1.4826 * mad)
-        .max(rule.rel_floor * m.abs())
-        .max(abs_floor(sig));
-    (bad_side(x - m, sig) / scale, m)
+    (bad_side(x - m, sig) / peer_scale(mad, m, sig, rule), m)
 }
 
 /// A difference turned so that positive is the bad side.
@@ -157,9 +166,7 @@ fn scores_over_run(
             .zip(columns)
             .map(|((dk, m), col)| {
                 let mut dev: Vec<f64> = col.iter().map(|v| (v - m).abs()).collect();
-                let mad = 1.4826 * median(&mut dev);
-                let scale = mad.max(rule.rel_floor * m.abs()).max(abs_floor(sig));
-                (dk / scale, *m)
+                (dk / peer_scale(median(&mut dev), *m, sig, rule), *m)
             })
             .collect();
     }
@@ -176,7 +183,7 @@ fn scores_over_run(
 
 /// The median of sorted `v` without one element equal to `x` (which `v`
 /// holds).
-fn median_without(v: &[f64], x: f64) -> f64 {
+pub(super) fn median_without(v: &[f64], x: f64) -> f64 {
     let at = v.partition_point(|y| y.total_cmp(&x).is_lt());
     let m = v.len().saturating_sub(1);
     let get = |i: usize| if i < at { v[i] } else { v[i + 1] };
@@ -199,37 +206,67 @@ fn median_without(v: &[f64], x: f64) -> f64 {
 /// "usual" distance.
 pub fn find(series: &RunSeries, rule: &PeerRule, against_usual: bool) -> Vec<PeerAnomaly> {
     let mut out = Vec::new();
+    let bridge = if against_usual { 0 } else { RT_BRIDGE };
+    for g in peer_groups(series) {
+        for (entity, values) in &g.members {
+            let len = g.columns.len();
+            let scored = scores_over_run(&values[..len], &g.columns, g.signal, rule, against_usual);
+            windows(
+                series, *entity, g.signal, values, &scored, rule, bridge, &mut out,
+            );
+        }
+    }
+    out
+}
+
+/// The entities compared with each other on one signal: all of one kind,
+/// at least two.
+#[derive(Debug)]
+pub struct PeerGroup<'a> {
+    /// `pe`, `kp` or `lp`.
+    pub kind: &'static str,
+    /// The signal.
+    pub signal: Signal,
+    /// Each entity and its series.
+    pub members: Vec<(Entity, &'a [f64])>,
+    /// Per interval (as many as the shortest series has), every member's
+    /// value, sorted: the detector's model at that interval.
+    pub columns: Vec<Vec<f64>>,
+}
+
+/// Every group of peers of `series`, in a fixed order (kind, signal).
+pub fn peer_groups(series: &RunSeries) -> Vec<PeerGroup<'_>> {
     let kinds: [(&str, &[Signal]); 3] = [
         ("pe", &Signal::PE),
         ("kp", &Signal::KP),
         ("lp", &Signal::LP),
     ];
+    let mut out = Vec::new();
     for (kind, signals) in kinds {
-        for &sig in signals.iter().filter(|s| s.is_compared()) {
-            let group: Vec<(Entity, &Vec<f64>)> = series
+        for &signal in signals.iter().filter(|s| s.is_compared()) {
+            let members: Vec<(Entity, &[f64])> = series
                 .values
                 .iter()
-                .filter(|((e, s), _)| *s == sig && e.kind() == kind)
-                .map(|((e, _), v)| (*e, v))
+                .filter(|((e, s), _)| *s == signal && e.kind() == kind)
+                .map(|((e, _), v)| (*e, v.as_slice()))
                 .collect();
-            if group.len() < 2 {
+            if members.len() < 2 {
                 continue;
             }
-            let len = group.iter().map(|(_, v)| v.len()).min().unwrap_or(0);
-            let columns: Vec<Vec<f64>> = (0..len)
+            let len = members.iter().map(|(_, v)| v.len()).min().unwrap_or(0);
+            let columns = (0..len)
                 .map(|k| {
-                    let mut c: Vec<f64> = group.iter().map(|(_, v)| v[k]).collect();
+                    let mut c: Vec<f64> = members.iter().map(|(_, v)| v[k]).collect();
                     c.sort_by(f64::total_cmp);
                     c
                 })
                 .collect();
-            for (entity, values) in &group {
-                let scored = scores_over_run(&values[..len], &columns, sig, rule, against_usual);
-                let bridge = if against_usual { 0 } else { RT_BRIDGE };
-                windows(
-                    series, *entity, sig, values, &scored, rule, bridge, &mut out,
-                );
-            }
+            out.push(PeerGroup {
+                kind,
+                signal,
+                members,
+                columns,
+            });
         }
     }
     out
@@ -299,6 +336,17 @@ fn windows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_without_one_matches_removing_it() {
+        let v = [1.0, 2.0, 2.0, 5.0, 9.0];
+        for x in v {
+            let mut w = v.to_vec();
+            let i = w.iter().position(|y| *y == x).unwrap();
+            w.remove(i);
+            assert_eq!(median_without(&v, x), median_sorted(&w), "{x}");
+        }
+    }
 
     #[test]
     fn one_slow_pe_of_two_stands_out_and_alike_peers_do_not() {

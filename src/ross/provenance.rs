@@ -6,12 +6,13 @@
 //! is what makes the file the same for any number of AD ranks (only the
 //! `ad_ranks`, `command_line` and time attributes tell runs apart).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::attribution::{hotspot_cause, lp_homes};
+use super::attribution::{hotspot_cause, lp_homes, ranked_pes};
 use super::hotspots::HotspotLp;
-use super::peers::PeerAnomaly;
-use super::signals::{Entity, RunSeries, Signal};
+use super::peers::{median, median_sorted, peer_groups, PeerAnomaly};
+use super::signals::{Entity, RunSeries};
 use super::Findings;
 use crate::collectives::Collectives;
 use crate::output::hdf5file::FileAttr;
@@ -24,16 +25,6 @@ fn ids(e: Entity) -> (u64, i64, i64) {
         Entity::Pe(p) => (u64::from(p), -1, -1),
         Entity::Kp(p, k) => (u64::from(p), i64::from(k), -1),
         Entity::Lp(p, k, l) => (u64::from(p), i64::from(k), i64::from(l)),
-    }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -73,21 +64,14 @@ pub fn tables(f: &Findings) -> RossTables {
         push_peer(&mut t, a, *c, "rt");
     }
     for h in &f.hotspots {
-        push_hotspot(&mut t, h, f);
+        push_hotspot(&mut t, h, &homes);
     }
-    let mut ranked: Vec<(u32, f64)> = f.costs.iter().map(|(p, c)| (*p, *c)).collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (i, (pe, cost)) in ranked.iter().enumerate() {
-        let n = t
-            .anomalies
-            .iter()
-            .filter(|a| a.pe == i64::from(*pe) || a.caused_by_pe == i64::from(*pe))
-            .count();
+    for (i, r) in ranked_pes(f).iter().enumerate() {
         t.entities.push(EntityRow {
             rank: i as u64 + 1,
-            pe: u64::from(*pe),
-            cost_s: *cost,
-            anomalies: n as u64,
+            pe: u64::from(r.pe),
+            cost_s: r.cost_s,
+            anomalies: r.anomalies as u64,
         });
     }
     for (name, series) in [("gvt", Some(&f.gvt)), ("rt", f.rt.as_ref())] {
@@ -101,37 +85,30 @@ pub fn tables(f: &Findings) -> RossTables {
     t
 }
 
-fn push_hotspot(t: &mut RossTables, h: &HotspotLp, f: &Findings) {
+fn push_hotspot(t: &mut RossTables, h: &HotspotLp, homes: &BTreeMap<u32, (u32, u32)>) {
     let id = t.anomalies.len() as u64;
     let mut r = RossAnomalyRow::new("lp", "trace_events_received", "evtrace");
     r.id = id;
     r.lp = i64::from(h.lp);
     // Where the LP lives, when LP samples say.
-    if let Some(Entity::Lp(p, k, _)) = f
-        .gvt
-        .values
-        .keys()
-        .map(|(e, _)| *e)
-        .find(|e| matches!(e, Entity::Lp(_, _, l) if *l == h.lp))
-    {
-        r.pe = i64::from(p);
-        r.kp = i64::from(k);
+    if let Some((p, k)) = homes.get(&h.lp) {
+        r.pe = i64::from(*p);
+        r.kp = i64::from(*k);
     }
     (r.gvt_from, r.gvt_to) = (h.span.gvt_from, h.span.gvt_to);
     (r.real_from, r.real_to) = (h.span.real_from, h.span.real_to);
     (r.first_interval, r.last_interval) = (h.first as u64, h.last as u64);
     (r.score, r.value, r.peer_median) = (h.score, h.events as f64, h.peer_median);
     r.evidence_start = t.evidence.len() as u64;
-    let lo = h.first.saturating_sub(1);
-    let hi = (h.last + 2).min(h.per_interval.len());
-    for k in lo..hi {
+    let (lo, values) = h.evidence();
+    for (k, v) in values.iter().enumerate() {
         t.evidence.push(EvidenceRow {
             anomaly: id,
-            interval: k as u64,
-            value: h.per_interval[k] as f64,
+            interval: (lo + k) as u64,
+            value: *v as f64,
         });
     }
-    r.evidence_len = hi.saturating_sub(lo) as u64;
+    r.evidence_len = values.len() as u64;
     r.senders_start = t.senders.len() as u64;
     for (lp, n) in &h.top_senders {
         t.senders.push(SenderRow {
@@ -160,36 +137,17 @@ fn series_rows(t: &mut RossTables, name: &str, s: &RunSeries) {
             ));
         }
     }
-    for kind in ["pe", "kp", "lp"] {
-        let signals: &[Signal] = match kind {
-            "pe" => &Signal::PE,
-            "kp" => &Signal::KP,
-            _ => &Signal::LP,
-        };
-        for sig in signals.iter().filter(|s| s.is_compared()) {
-            let group: Vec<&Vec<f64>> = s
-                .values
-                .iter()
-                .filter(|((e, g), _)| g == sig && e.kind() == kind)
-                .map(|(_, v)| v)
-                .collect();
-            if group.len() < 2 {
-                continue;
-            }
-            let len = group.iter().map(|v| v.len()).min().unwrap_or(0);
-            for k in 0..len {
-                let mut col: Vec<f64> = group.iter().map(|v| v[k]).collect();
-                let m = median(&mut col);
-                let mut dev: Vec<f64> = col.iter().map(|v| (v - m).abs()).collect();
-                let mad = median(&mut dev);
-                t.model.push(PeerModelRow::new(
-                    name,
-                    kind,
-                    sig.name(),
-                    k as u64,
-                    [group.len() as f64, m, mad],
-                ));
-            }
+    for g in peer_groups(s) {
+        for (k, col) in g.columns.iter().enumerate() {
+            let m = median_sorted(col);
+            let mad = median(&mut col.iter().map(|v| (v - m).abs()).collect::<Vec<_>>());
+            t.model.push(PeerModelRow::new(
+                name,
+                g.kind,
+                g.signal.name(),
+                k as u64,
+                [g.members.len() as f64, m, mad],
+            ));
         }
     }
 }

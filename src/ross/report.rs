@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::attribution::{hotspot_cause, lp_homes};
+use super::attribution::{hotspot_cause, lp_homes, ranked_pes};
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
 use super::signals::Entity;
@@ -59,8 +59,7 @@ fn anomaly_json(a: &PeerAnomaly, cause: Option<u32>, lp_cause: Option<u32>, seri
 
 /// A hotspot LP as JSON.
 fn hotspot_json(h: &HotspotLp, lp_home: Option<(u32, u32)>) -> Value {
-    let lo = h.first.saturating_sub(1);
-    let hi = (h.last + 2).min(h.per_interval.len());
+    let (first_interval, values) = h.evidence();
     json!({
         "kind": "lp",
         "pe": lp_home.map(|(p, _)| p),
@@ -79,8 +78,8 @@ fn hotspot_json(h: &HotspotLp, lp_home: Option<(u32, u32)>) -> Value {
         "evidence": {
             "value": h.events,
             "peer_median": real(h.peer_median),
-            "first_interval": lo,
-            "values": h.per_interval.get(lo..hi).unwrap_or(&[]),
+            "first_interval": first_interval,
+            "values": values,
             "top_senders": h.top_senders.iter().map(|(lp, n)| json!({"lp": lp, "events": n})).collect::<Vec<_>>(),
         },
     })
@@ -109,24 +108,11 @@ impl RossReport {
                 .iter()
                 .map(|h| hotspot_json(h, homes.get(&h.lp).copied())),
         );
-        let mut ranked: Vec<(u32, f64)> = f.costs.iter().map(|(p, c)| (*p, *c)).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let count = |pe: u32| {
-            f.gvt_anomalies
-                .iter()
-                .chain(&f.rt_anomalies)
-                .filter(|(a, c)| a.entity.pe() == pe || *c == Some(pe))
-                .count()
-                + f.hotspots
-                    .iter()
-                    .filter(|h| homes.get(&h.lp).map(|x| x.0) == Some(pe))
-                    .count()
-        };
-        let entities: Vec<Value> = ranked
+        let entities: Vec<Value> = ranked_pes(f)
             .iter()
             .enumerate()
-            .map(|(i, (pe, s))| {
-                json!({"rank": i + 1, "kind": "pe", "pe": pe, "cost_s": real(*s), "anomalies": count(*pe)})
+            .map(|(i, r)| {
+                json!({"rank": i + 1, "kind": "pe", "pe": r.pe, "cost_s": real(r.cost_s), "anomalies": r.anomalies})
             })
             .collect();
         let intervals = f.gvt.intervals.values().map(Vec::len).max().unwrap_or(0);

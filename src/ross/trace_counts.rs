@@ -208,19 +208,26 @@ impl TraceTally {
         }
     }
 
+    /// Whether only events with a model payload are the model's: when
+    /// ROSS's stdout did not give the number of model LPs and some event
+    /// carries a payload (see [`TraceTally::model_lps`]).
+    pub fn payload_only(&self, model_lps: Option<u64>) -> bool {
+        model_lps.is_none() && self.to_lp.iter().any(|c| c[0] + c[1] > 0)
+    }
+
     /// Events each model LP received, and from other LPs, `(lp, received,
     /// from others)`. Model LPs are those below `model_lps` when ROSS's
     /// stdout gave the count; otherwise only events with a model payload
     /// count, if any has one (analysis LPs, numbered after the model's,
     /// have no model type and so no payload).
     pub fn model_lps(&self, model_lps: Option<u64>) -> Vec<(u32, u64, u64)> {
-        let any_payload = self.to_lp.iter().any(|c| c[0] + c[1] > 0);
+        let payload_only = self.payload_only(model_lps);
         self.to_lp
             .iter()
             .enumerate()
             .filter(|(lp, _)| model_lps.is_none_or(|n| (*lp as u64) < n))
             .map(|(lp, c)| {
-                let (other, all) = if model_lps.is_none() && any_payload {
+                let (other, all) = if payload_only {
                     (c[0], c[0] + c[1])
                 } else {
                     (c[0] + c[2], c.iter().sum())
