@@ -39,7 +39,7 @@ pub(crate) struct Run {
 }
 
 impl Bench {
-    fn mpirun(&self, np: usize) -> Command {
+    pub(crate) fn mpirun(&self, np: usize) -> Command {
         let mut c = Command::new("mpirun");
         c.arg("--oversubscribe");
         // SAFETY: geteuid has no preconditions.
@@ -50,28 +50,42 @@ impl Bench {
         c
     }
 
-    /// Writes the streams of a scenario once (kept between runs, keyed by
-    /// the arguments).
+    /// Writes scenario `scenario` (from `scenarios/`, or the built-in one)
+    /// with `chimbuko-mpi synth` into `work/data/<name>`, unless that was
+    /// already done with the same arguments.
     pub(crate) fn synth(
         &self,
         name: &str,
         scenario: Option<&str>,
         extra: &[&str],
     ) -> anyhow::Result<PathBuf> {
+        let mut args = vec![std::ffi::OsString::from("synth")];
+        args.extend(scenario.map(|s| self.root.join("scenarios").join(s).into_os_string()));
+        self.generate(name, &format!("{scenario:?} {extra:?}"), &args, extra)
+    }
+
+    /// Runs `chimbuko-mpi <args> --out work/data/<name> <extra>` unless the
+    /// directory holds the output of a run with the same `key`.
+    pub(crate) fn generate(
+        &self,
+        name: &str,
+        key: &str,
+        args: &[std::ffi::OsString],
+        extra: &[&str],
+    ) -> anyhow::Result<PathBuf> {
         let dir = self.work.join("data").join(name);
         let stamp = dir.join(".args");
-        let key = format!("{scenario:?} {extra:?}");
-        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(key.as_str()) {
+        if std::fs::read_to_string(&stamp).ok().as_deref() == Some(key) {
             return Ok(dir);
         }
         let _ = std::fs::remove_dir_all(&dir);
-        let mut c = Command::new(&self.bin);
-        c.arg("synth");
-        if let Some(s) = scenario {
-            c.arg(self.root.join("scenarios").join(s));
-        }
-        c.arg("--out").arg(&dir).args(extra);
-        let out = c.output().context("running synth")?;
+        let out = Command::new(&self.bin)
+            .args(args)
+            .arg("--out")
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .context("running synth")?;
         if !out.status.success() {
             bail!(
                 "synth {name} failed: {}",
@@ -82,7 +96,6 @@ impl Bench {
         Ok(dir)
     }
 
-    /// `chimbuko-mpi run` on `np` AD ranks; `args` after `run`.
     pub(crate) fn run(&self, np: usize, args: &[String]) -> anyhow::Result<Run> {
         let sum = self.work.join("summary.json");
         let _ = std::fs::remove_file(&sum);

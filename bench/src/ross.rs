@@ -13,41 +13,15 @@ use serde_json::Value;
 
 use crate::harness::{f, Bench};
 
-fn mpirun(np: usize) -> Command {
-    let mut c = Command::new("mpirun");
-    c.arg("--oversubscribe");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        c.arg("--allow-run-as-root");
-    }
-    c.args(["-np", &np.to_string()]);
-    c
-}
-
 /// `synth ross` of a scenario file (kept between runs, like `Bench::synth`).
 fn synth_ross(b: &Bench, name: &str, scenario: &Path, extra: &[&str]) -> anyhow::Result<PathBuf> {
-    let dir = b.work.join("data").join(name);
-    let stamp = dir.join(".args");
     let key = format!("{} {extra:?}", std::fs::read_to_string(scenario)?);
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(key.as_str()) {
-        return Ok(dir);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(&b.bin)
-        .args(["synth", "ross"])
-        .arg(scenario)
-        .arg("--out")
-        .arg(&dir)
-        .args(extra)
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "synth ross {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    std::fs::write(&stamp, key)?;
-    Ok(dir)
+    let args = [
+        "synth".into(),
+        "ross".into(),
+        scenario.as_os_str().to_owned(),
+    ];
+    b.generate(name, &key, &args, extra)
 }
 
 /// What one `ross` run reported.
@@ -78,7 +52,8 @@ fn ross(b: &Bench, np: usize, run: &Path, extra: &[&str]) -> anyhow::Result<Ross
     let sum = b.work.join("ross-summary.json");
     let _ = std::fs::remove_file(&sum);
     let t = std::time::Instant::now();
-    let out = mpirun(np)
+    let out = b
+        .mpirun(np)
         .arg(&b.bin)
         .arg("ross")
         .arg(run)
@@ -172,10 +147,10 @@ pub(crate) fn ross_section(b: &mut Bench) -> anyhow::Result<()> {
          destination LP and per GVT interval; the rate is that pass's, measured by the \
          program (`ross: event trace: ...` on stderr). With 2 ranks each counts a byte range \
          of its own (ranges guessed and proven, see `src/ross/share.rs`): on this 2-core \
-         machine the two ranks also share the cores with mpirun. Peak RSS is the largest rank's high-water mark: the trace pass \
-         is flat in the trace's size (arrays per LP, a 1 MiB read buffer); what grows is the \
-         engine samples every rank keeps (13.7 MB of GVT and RT files at 200 intervals, 1.4 MB \
-         at 20). Wall time includes mpirun's start, reading the engine files and the \
+         machine the two ranks also share the cores with mpirun. Peak RSS is the largest \
+         rank's high-water mark: the trace pass is flat in the trace's size (arrays per LP, \
+         a 1 MiB read buffer); what grows is the engine samples every rank keeps (13.7 MB of \
+         GVT and RT files at 200 intervals, 1.4 MB at 20). Wall time includes mpirun's start, reading the engine files and the \
          analysis.",
     );
     b.table(

@@ -15,6 +15,7 @@ use chimbuko_mpi::ross::follow::{follow, FollowOptions, LiveAnomaly};
 use chimbuko_mpi::ross::{analyse_shared, provenance, RossOptions};
 use chimbuko_mpi::sys::allocator::peak_rss_kb;
 use chimbuko_mpi::sys::signals;
+use chimbuko_mpi::util::utc::unix_seconds;
 
 /// The flags of `ross`.
 #[derive(Args)]
@@ -100,9 +101,7 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         clock_rate: a.clock_rate,
         ross_stdout: a.ross_stdout,
     };
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started = unix_seconds();
     if !(a.idle_timeout.is_finite() && a.idle_timeout > 0.0) {
         anyhow::bail!(
             "--idle-timeout must be a positive number of seconds, got {}",

@@ -138,6 +138,17 @@ impl Collectives {
             .collect()
     }
 
+    /// Rank 0's value of a string, on every rank (collective): for
+    /// attributes that must be identical on every rank, such as the
+    /// command line, which MPMD launches may give ranks differently.
+    pub fn rank0_string(&self, mine: &str) -> String {
+        self.allgather_bytes(mine.as_bytes())
+            .into_iter()
+            .next()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
     /// Every rank's bytes, in rank order, on rank 0 only (empty elsewhere):
     /// for data only rank 0 needs (the live statistics stream).
     pub fn gather_bytes_to_root(&self, mine: &[u8]) -> Vec<Vec<u8>> {

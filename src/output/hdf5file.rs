@@ -67,13 +67,9 @@ impl ProvenanceFile {
         } else {
             String::new()
         };
-        let problem = coll
-            .allgather_bytes(problem.as_bytes())
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let problem = coll.rank0_string(&problem);
         if !problem.is_empty() {
-            bail!("{}", String::from_utf8_lossy(&problem));
+            bail!("{problem}");
         }
         let comm = coll.raw_comm();
         // HDF5's metadata cache grows adaptively up to 32 MiB as the tables

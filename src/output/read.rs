@@ -47,7 +47,28 @@ pub struct Provenance {
     pub ad_perf: Vec<PerfRow>,
 }
 
-fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
+/// The root attributes as text (those that are not text or numbers are
+/// skipped).
+pub(super) fn root_attrs(f: &hdf5::File) -> BTreeMap<String, String> {
+    let mut attrs = BTreeMap::new();
+    for name in f.attr_names().unwrap_or_default() {
+        let Ok(a) = f.attr(&name) else { continue };
+        let text = if let Ok(s) = a.read_scalar::<hdf5::types::VarLenUnicode>() {
+            s.as_str().to_owned()
+        } else if let Ok(x) = a.read_scalar::<u64>() {
+            x.to_string()
+        } else if let Ok(x) = a.read_scalar::<f64>() {
+            x.to_string()
+        } else {
+            continue;
+        };
+        attrs.insert(name, text);
+    }
+    attrs
+}
+
+/// Every row of table `name` (a missing table reads as empty).
+pub(super) fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
     if !f.link_exists(name) {
         return Ok(Vec::new());
     }
@@ -62,20 +83,7 @@ impl Provenance {
     pub fn load(path: &Path) -> anyhow::Result<Provenance> {
         let f = hdf5::File::open(path)
             .with_context(|| format!("opening provenance file {}", path.display()))?;
-        let mut attrs = BTreeMap::new();
-        for name in f.attr_names().unwrap_or_default() {
-            let Ok(a) = f.attr(&name) else { continue };
-            let text = if let Ok(s) = a.read_scalar::<hdf5::types::VarLenUnicode>() {
-                s.as_str().to_owned()
-            } else if let Ok(x) = a.read_scalar::<u64>() {
-                x.to_string()
-            } else if let Ok(x) = a.read_scalar::<f64>() {
-                x.to_string()
-            } else {
-                continue;
-            };
-            attrs.insert(name, text);
-        }
+        let attrs = root_attrs(&f);
         let mut collections = Vec::new();
         for c in COLLECTIONS {
             collections.push(CollectionTables {

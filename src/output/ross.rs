@@ -24,6 +24,7 @@ use hdf5::H5Type;
 use serde_json::{json, Value};
 
 use super::hdf5file::{FileAttr, ProvenanceFile};
+use super::read::{root_attrs, table};
 use crate::collectives::Collectives;
 
 /// Short text columns (kinds, signals, series names).
@@ -371,15 +372,6 @@ pub struct RossProvenance {
     pub tables: RossTables,
 }
 
-fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
-    if !f.link_exists(name) {
-        return Ok(Vec::new());
-    }
-    f.dataset(name)
-        .and_then(|d| d.read_raw::<T>())
-        .with_context(|| format!("reading {name}"))
-}
-
 /// Whether the provenance file at `path` is that of a ROSS analysis.
 pub fn is_ross_file(path: &Path) -> anyhow::Result<bool> {
     let f = hdf5::File::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -392,17 +384,7 @@ impl RossProvenance {
     /// Reads the file at `path` (serial HDF5: no MPI needed).
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let f = hdf5::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let mut attrs = BTreeMap::new();
-        for name in f.attr_names()? {
-            let a = f.attr(&name)?;
-            let v = a
-                .read_scalar::<hdf5::types::VarLenUnicode>()
-                .map(|s| s.as_str().to_owned())
-                .or_else(|_| a.read_scalar::<u64>().map(|x| x.to_string()))
-                .or_else(|_| a.read_scalar::<f64>().map(|x| x.to_string()))
-                .unwrap_or_default();
-            attrs.insert(name, v);
-        }
+        let attrs = root_attrs(&f);
         let tables = RossTables {
             anomalies: table(&f, TABLES[0])?,
             evidence: table(&f, TABLES[1])?,

@@ -147,7 +147,15 @@ pub fn follow(
     let end = loop {
         // Files that appeared since the last poll (ROSS creates each at its
         // first flush).
-        if let Ok(run) = RunFiles::find(opts) {
+        if let Ok(stats) = RunFiles::find_files(opts) {
+            // ROSS's stdout is read once, the directory at every poll.
+            let run = match files.as_mut() {
+                Some(run) => {
+                    run.files = stats;
+                    run
+                }
+                None => files.insert(RunFiles::with_files(stats, opts)?),
+            };
             for kind in [FileKind::Gvt, FileKind::Rt] {
                 if followed.iter().any(|f| f.kind == kind) {
                     continue;
@@ -163,7 +171,6 @@ pub fn follow(
                     }
                 }
             }
-            files = Some(run);
         }
         let mut grew = false;
         let mut new_gvt = false;

@@ -75,6 +75,11 @@ pub struct RunFiles {
 impl RunFiles {
     /// Finds the run's files; refuses a run without engine samples.
     pub fn find(opts: &RossOptions) -> anyhow::Result<Self> {
+        Self::with_files(Self::find_files(opts)?, opts)
+    }
+
+    /// The stats files of the run (no GVT or RT file is an error).
+    pub fn find_files(opts: &RossOptions) -> anyhow::Result<StatsFiles> {
         let files = match &opts.prefix {
             Some(p) => StatsFiles::find_with_prefix(&opts.path, p)?,
             None => StatsFiles::find(&opts.path)?,
@@ -87,6 +92,12 @@ impl RunFiles {
                 files.prefix
             );
         }
+        Ok(files)
+    }
+
+    /// The run of `files`, with ROSS's stdout and the clock rescaling
+    /// `opts` give.
+    pub fn with_files(files: StatsFiles, opts: &RossOptions) -> anyhow::Result<Self> {
         let stdout = opts
             .ross_stdout
             .as_ref()

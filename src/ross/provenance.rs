@@ -17,7 +17,7 @@ use super::Findings;
 use crate::collectives::Collectives;
 use crate::output::hdf5file::FileAttr;
 use crate::output::ross::*;
-use crate::util::utc::utc_iso8601;
+use crate::util::utc::{unix_seconds, utc_iso8601};
 
 /// `(pe, kp, lp)` of an entity, -1 where it does not apply.
 fn ids(e: Entity) -> (u64, i64, i64) {
@@ -161,12 +161,7 @@ pub fn attributes(
     ended_at: u64,
 ) -> Vec<(&'static str, FileAttr)> {
     let mine: Vec<String> = std::env::args().collect();
-    let command_line = coll
-        .allgather_bytes(mine.join(" ").as_bytes())
-        .into_iter()
-        .next()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+    let command_line = coll.rank0_string(&mine.join(" "));
     let inputs: Vec<String> = f
         .run
         .files
@@ -219,9 +214,9 @@ pub fn write(
     run_json: &serde_json::Value,
     started_at: u64,
 ) -> anyhow::Result<()> {
-    let ended = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let attrs = attributes(f, coll, run_json, started_at, ended);
+    // Attributes are written collectively and must be the same on every
+    // rank: the latest start and end.
+    let times = coll.allreduce_max(&[started_at, unix_seconds()]);
+    let attrs = attributes(f, coll, run_json, times[0], times[1]);
     write_ross_provenance(path, coll, overwrite, &attrs, &tables(f))
 }

@@ -62,12 +62,7 @@ pub fn root_attributes(
     // Rank 0's command line (MPMD launches could give ranks different
     // ones; attributes must be identical on every rank).
     let mine: Vec<String> = std::env::args().collect();
-    let command_line = coll
-        .allgather_bytes(mine.join(" ").as_bytes())
-        .into_iter()
-        .next()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+    let command_line = coll.rank0_string(&mine.join(" "));
     let params = serde_json::json!({
         "algorithm": d.algorithm.name(),
         "sigma": d.sigma,
@@ -115,9 +110,4 @@ pub fn root_attributes(
     ]
 }
 
-/// Seconds since the Unix epoch, now.
-pub fn unix_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+pub use crate::util::utc::unix_seconds;

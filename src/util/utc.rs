@@ -1,6 +1,13 @@
 //! Dates in UTC from Unix seconds, for file names and the provenance
 //! file's attributes (no time-zone database needed).
 
+/// Seconds since the Unix epoch, now.
+pub fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Civil date of a Unix time (UTC): (year, month, day, hour, min, sec).
 fn civil_utc(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     let days = (secs / 86_400) as i64;

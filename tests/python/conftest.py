@@ -8,6 +8,14 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def mpirun(n):
+    """`mpirun -np n` with the flags this machine needs (`--allow-run-as-root` only as root)."""
+    cmd = ["mpirun", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd + ["-np", str(n)]
+
+
 @pytest.fixture(scope="session")
 def binary():
     """Path of the chimbuko-mpi binary (CHIMBUKO_MPI_BIN, else target/debug)."""

@@ -2,18 +2,12 @@
 visualisation server (`--viz-url`), received here by a real HTTP server."""
 import http.server
 import json
-import os
 import subprocess
 import threading
 
 import pytest
 
-
-def mpirun(n):
-    cmd = ["mpirun", "--oversubscribe"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + ["-np", str(n)]
+from conftest import mpirun
 
 
 class Collector(http.server.BaseHTTPRequestHandler):

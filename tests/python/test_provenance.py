@@ -2,7 +2,6 @@
 command-line tools, the documented example script, and Chimbuko's JSON
 schema for the exported documents."""
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -14,14 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT
-
-
-def mpirun(n):
-    cmd = ["mpirun", "--oversubscribe"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + ["-np", str(n)]
+from conftest import ROOT, mpirun
 
 
 @pytest.fixture(scope="module")

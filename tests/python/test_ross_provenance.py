@@ -2,7 +2,6 @@
 and pandas read every table with the documented columns, the records agree
 with the --summary-out JSON, and the HDF5 command-line tools read it."""
 import json
-import os
 import shutil
 import subprocess
 
@@ -10,7 +9,7 @@ import h5py
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, mpirun
 
 FIXTURE = ROOT / "tests" / "fixtures" / "ross" / "phold-np4-opt-gvt-kplp-rbtrace"
 
@@ -28,12 +27,6 @@ COLUMNS = {
     "ross/peer_model": ["series", "kind", "signal", "interval", "entities", "median", "mad"],
 }
 
-
-def mpirun(n):
-    cmd = ["mpirun", "--oversubscribe"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + ["-np", str(n)]
 
 
 @pytest.fixture(scope="module")

@@ -259,15 +259,8 @@ impl<R: Read> RecordReader<R> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        // Bytes of the file that may be looked at: up to the limit.
-        let visible = |me: &Self| -> usize {
-            match me.limit {
-                Some(l) => (l.saturating_sub(me.base) as usize).clamp(me.pos, me.end),
-                None => me.end,
-            }
-        };
         let (layout, len) = loop {
-            let vis = visible(self);
+            let vis = self.visible_end();
             let at_limit = self.limit.is_some_and(|l| self.base + vis as u64 >= l);
             match frame(self.kind, &self.buf[self.pos..vis], self.max_record) {
                 Frame::Record(layout, len) => break (layout, len),
@@ -326,25 +319,16 @@ impl<R: Read> RecordReader<R> {
     pub fn for_each_event(&mut self, mut f: impl FnMut(&TraceEvent<'_>)) -> Result<(), RossError> {
         loop {
             if self.kind == FileKind::EvTrace && self.failed.is_none() {
-                let vis = match self.limit {
-                    Some(l) => (l.saturating_sub(self.base) as usize).clamp(self.pos, self.end),
-                    None => self.end,
-                };
+                let vis = self.visible_end();
                 let buf = &self.buf[..vis];
                 let mut pos = self.pos;
                 while let Some(h) = buf
                     .get(pos..)
                     .and_then(|b| b.first_chunk::<EVENT_HEADER_LEN>())
                 {
-                    let (send, recv, real) = (f32_at(h, 8), f32_at(h, 12), f32_at(h, 16));
-                    // The checks of `frame_event`; anything else goes the
-                    // slow way, which reports it.
-                    let sane = send.is_finite()
-                        && recv.is_finite()
-                        && real.is_finite()
-                        && send >= 0.0
-                        && real >= 0.0
-                        && recv >= send;
+                    // Anything `frame_event` would refuse goes the slow way,
+                    // which reports it.
+                    let sane = event_times_hold(f32_at(h, 8), f32_at(h, 12), f32_at(h, 16));
                     let len = EVENT_HEADER_LEN.saturating_add(u32_at(h, 20) as usize);
                     if !sane || len > self.max_record || pos + len > vis {
                         break;
@@ -360,6 +344,15 @@ impl<R: Read> RecordReader<R> {
                 Some(_) => {}
                 None => return Ok(()),
             }
+        }
+    }
+
+    /// End of the buffered bytes that may be looked at: up to the limit.
+    #[inline]
+    fn visible_end(&self) -> usize {
+        match self.limit {
+            Some(l) => (l.saturating_sub(self.base) as usize).clamp(self.pos, self.end),
+            None => self.end,
         }
     }
 
@@ -452,6 +445,19 @@ fn sized(b: &[u8], layout: Layout, len: usize, what: &'static str, max: usize) -
     }
 }
 
+/// Whether an event record's times can be ROSS's: ROSS refuses to
+/// schedule an event before its sender's time, and all three times are
+/// non-negative clocks; anything else is not a record.
+#[inline(always)]
+fn event_times_hold(send: f32, recv: f32, real: f32) -> bool {
+    send.is_finite()
+        && recv.is_finite()
+        && real.is_finite()
+        && send >= 0.0
+        && real >= 0.0
+        && recv >= send
+}
+
 fn frame_event(b: &[u8], max: usize) -> Frame {
     let Some(h) = b.first_chunk::<EVENT_HEADER_LEN>() else {
         return Frame::Need(EVENT_HEADER_LEN, "event record header");
@@ -459,13 +465,7 @@ fn frame_event(b: &[u8], max: usize) -> Frame {
     let send = f32_at(h, 8);
     let recv = f32_at(h, 12);
     let real = f32_at(h, 16);
-    // ROSS refuses to schedule an event before its sender's time, and all
-    // three times are non-negative clocks: anything else is not a record.
-    if !(send.is_finite() && recv.is_finite() && real.is_finite())
-        || send < 0.0
-        || real < 0.0
-        || recv < send
-    {
+    if !event_times_hold(send, recv, real) {
         return Frame::Bad(format!(
             "not an event record: send_vts {send:?}, recv_vts {recv:?}, real_ts {real:?} \
              (expected finite, non-negative, recv_vts >= send_vts)"
