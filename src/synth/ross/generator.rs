@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use super::emit::*;
 use super::scenario::{RossAnomaly, RossScenario, TraceMode};
 use crate::synth::rng::Rng;
-use crate::trace::ross::layout::encode_event;
+use crate::trace::ross::layout::{encode_event, EVENT_HEADER_LEN};
 use crate::trace::ross::{FlushWriter, TraceEvent};
 
 /// The writers of the files a scenario asks for (`None`: not written).
@@ -263,17 +263,13 @@ impl<'s, W: Write> RossGenerator<'s, W> {
                 TraceMode::Commit if !rolled => t + d,
                 _ => continue,
             };
-            let ev = TraceEvent {
-                src_lp: src,
-                dest_lp: lp0 + idx as u32,
-                send_vts: send_vts as f32,
-                recv_vts: recv_vts as f32,
-                real_ts: real_ts as f32,
-                payload: &st.payload,
-            };
-            if let Some(w) = &mut self.w.evtrace {
-                w.push_with(p, 24 + ev.payload.len(), |b| encode_event(&ev, b))?;
-            }
+            write_event(
+                &mut self.w.evtrace,
+                p,
+                (src, lp0 + idx as u32),
+                [send_vts, recv_vts, real_ts],
+                &st.payload,
+            )?;
         }
         // Rollbacks per KP; one straggler per primary rollback.
         let mut primaries = Vec::with_capacity(st.kp_vt.len());
@@ -317,17 +313,13 @@ impl<'s, W: Write> RossGenerator<'s, W> {
                 if mode != TraceMode::Rollback {
                     continue;
                 }
-                let ev = TraceEvent {
-                    src_lp: src,
-                    dest_lp: lp0 + idx as u32,
-                    send_vts: send_vts as f32,
-                    recv_vts: recv_vts as f32,
-                    real_ts: real_ts as f32,
-                    payload: &st.payload,
-                };
-                if let Some(w) = &mut self.w.evtrace {
-                    w.push_with(p, 24 + ev.payload.len(), |b| encode_event(&ev, b))?;
-                }
+                write_event(
+                    &mut self.w.evtrace,
+                    p,
+                    (src, lp0 + idx as u32),
+                    [send_vts, recv_vts, real_ts],
+                    &st.payload,
+                )?;
             }
         }
         // PE counters and times.
@@ -350,4 +342,28 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         st.pq = (f64::from(lps) * load * noise).round() as u32 + 1;
         Ok(())
     }
+}
+
+/// Appends one event of PE `p` to the event trace, when one is written:
+/// `(source, destination)` LPs, `[send, receive, real]` times.
+fn write_event<W: Write>(
+    w: &mut Option<FlushWriter<W>>,
+    p: usize,
+    (src_lp, dest_lp): (u32, u32),
+    [send, recv, real]: [f64; 3],
+    payload: &[u8],
+) -> io::Result<()> {
+    let Some(w) = w else { return Ok(()) };
+    let ev = TraceEvent {
+        src_lp,
+        dest_lp,
+        send_vts: send as f32,
+        recv_vts: recv as f32,
+        real_ts: real as f32,
+        payload,
+    };
+    w.push_with(p, EVENT_HEADER_LEN + payload.len(), |b| {
+        encode_event(&ev, b)
+    })?;
+    Ok(())
 }
