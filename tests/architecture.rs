@@ -115,7 +115,7 @@ fn rooms_import_only_what_the_architecture_allows() {
         ("fuzzing", vec!["events", "trace"]),
         (
             "ross",
-            vec!["collectives", "output", "sys", "trace", "util"],
+            vec!["collectives", "detect", "output", "sys", "trace", "util"],
         ),
         ("lib", vec![]),
         ("main", vec![]),

@@ -264,7 +264,7 @@ fn slow_pe_shows_where_the_truth_says() {
     let rep = generate(&sc, dir.path());
     assert_eq!(rep.truth.len(), 1);
     let t = &rep.truth[0];
-    assert_eq!((t.kind, t.pe, t.kp, t.lp), ("slow_pe", 2, None, None));
+    assert_eq!((t.kind, t.pe, t.kp, t.lp), ("slow_pe", Some(2), None, None));
     assert_eq!((t.gvt_from, t.gvt_to), (40.0, 60.0));
     assert!(t.real_to > t.real_from);
     let (gvt, _) = engine(&sc, dir.path(), FileKind::Gvt);
@@ -359,7 +359,7 @@ fn hotspot_lp_shows_where_the_truth_says() {
     let t = &rep.truth[0];
     assert_eq!(
         (t.kind, t.pe, t.kp, t.lp),
-        ("hotspot_lp", 2, Some(1), Some(37))
+        ("hotspot_lp", Some(2), Some(1), Some(37))
     );
     assert_eq!((t.gvt_from, t.gvt_to), (20.0, 30.0));
     // The rollback trace's most frequent dest_lp in the window is the LP.
@@ -583,4 +583,52 @@ fn a_large_trace_streams_through_small_buffers() {
     let (_, rt) = engine(&sc, dir.path(), FileKind::Rt);
     assert_eq!(tt.records, rt.pe_sum().nevent_processed);
     assert_eq!(tt.records, 4 * 4096 * 128);
+}
+
+#[test]
+fn slow_run_slows_every_pe_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario("ross-slowrun.toml");
+    let rep = generate(&sc, dir.path());
+    let t = &rep.truth[0];
+    assert_eq!((t.kind, t.pe, t.kp, t.lp), ("slow_run", None, None, None));
+    assert_eq!((t.gvt_from, t.gvt_to), (50.0, 60.0));
+    let csv = std::fs::read_to_string(dir.path().join("truth-ross.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("slow_run,,,,50,60,"),
+        "{csv}"
+    );
+    let (gvt, _) = engine(&sc, dir.path(), FileKind::Gvt);
+    let inside = |ts: f64| ts > t.gvt_from && ts <= t.gvt_to;
+    for pe in 0..4u32 {
+        let proc_s = |win: bool| {
+            median(
+                gvt.pes[&pe]
+                    .pe
+                    .iter()
+                    .filter(|s| inside(s.header.ts) == win)
+                    .map(|s| f64::from(s.event_process_s))
+                    .collect(),
+            )
+        };
+        let ratio = proc_s(true) / proc_s(false);
+        assert!((8.0..12.0).contains(&ratio), "PE {pe}: x{ratio}");
+    }
+    // Every interval in the window lasts longer in real time.
+    let gaps: Vec<(bool, f64)> = gvt.pes[&0]
+        .pe
+        .windows(2)
+        .map(|w| {
+            (
+                inside(w[1].header.ts),
+                w[1].header.real_time - w[0].header.real_time,
+            )
+        })
+        .collect();
+    let slow = median(gaps.iter().filter(|g| g.0).map(|g| g.1).collect());
+    let usual = median(gaps.iter().filter(|g| !g.0).map(|g| g.1).collect());
+    assert!(slow > 2.0 * usual, "{slow} vs {usual}");
 }

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use chimbuko_mpi::collectives::Collectives;
+use chimbuko_mpi::detect::choice::{Algorithm, DetectorSettings};
 use chimbuko_mpi::ross::peers::PeerRule;
 use chimbuko_mpi::ross::report::RossReport;
 use std::io::Write;
 use std::time::Duration;
 
-use chimbuko_mpi::ross::follow::{follow, FollowOptions, LiveAnomaly};
+use chimbuko_mpi::ross::follow::{follow, FollowOptions, LiveAnomaly, LiveFinding};
 use chimbuko_mpi::ross::{analyse_shared, provenance, RossOptions};
 use chimbuko_mpi::sys::allocator::peak_rss_kb;
 use chimbuko_mpi::sys::signals;
@@ -36,6 +37,20 @@ pub struct RossArgs {
     /// Consecutive flagged GVT intervals an anomaly needs.
     #[arg(long, default_value_t = 2)]
     min_intervals: usize,
+    /// Detector of run-wide slowdowns (every PE slow at once), as in `run`:
+    /// modal, sstd, hbos or copod.
+    #[arg(long, default_value = "modal", value_parser = super::run::parse_algorithm)]
+    algorithm: Algorithm,
+    /// sstd: a run-wide value is anomalous beyond mean + sigma·stddev.
+    #[arg(long, default_value_t = 6.0)]
+    sigma: f64,
+    /// hbos and copod: score threshold as a fraction of the score range.
+    #[arg(long, default_value_t = 0.99)]
+    hbos_threshold: f64,
+    /// modal: robust distance from every normal mode beyond which a
+    /// run-wide value is anomalous.
+    #[arg(long, default_value_t = 6.0)]
+    modal_threshold: f64,
     /// The real TSC rate in Hz, when ROSS ran with another `--clock-rate`
     /// (its default on x86_64 is 1e9 whatever the real rate).
     #[arg(long)]
@@ -98,9 +113,18 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
             rel_floor: a.rel_floor,
             min_intervals: a.min_intervals,
         },
+        detector: DetectorSettings {
+            algorithm: a.algorithm,
+            sigma: a.sigma,
+            hbos_threshold: a.hbos_threshold,
+            modal_threshold: a.modal_threshold,
+            ..Default::default()
+        },
         clock_rate: a.clock_rate,
         ross_stdout: a.ross_stdout,
     };
+    // Bad detector values stop the run here, before any file is read.
+    opts.detector.build()?;
     let started = unix_seconds();
     if !(a.idle_timeout.is_finite() && a.idle_timeout > 0.0) {
         anyhow::bail!(
@@ -123,29 +147,9 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
             _ => None,
         };
         let mut on_live = |l: &LiveAnomaly| {
-            let x = &l.anomaly;
-            println!(
-                "live: {:?} {} at GVT {:.3}..{:.3} (real {:.3}..{:.3} s), score {:.1}",
-                x.entity,
-                x.signal.name(),
-                x.span.gvt_from,
-                x.span.gvt_to,
-                x.span.real_from,
-                x.span.real_to,
-                x.score
-            );
+            let line = live_line(l);
+            println!("{}", live_text(&line));
             if let Some(f) = live_file.as_mut() {
-                let line = serde_json::json!({
-                    "kind": x.entity.kind(),
-                    "pe": x.entity.pe(),
-                    "signal": x.signal.name(),
-                    "gvt_from": x.span.gvt_from,
-                    "gvt_to": x.span.gvt_to,
-                    "score": x.score,
-                    "landed_at": l.landed_at,
-                    "found_at": l.found_at,
-                    "latency_s": l.found_at - l.landed_at,
-                });
                 let _ = writeln!(f, "{line}");
                 let _ = f.flush();
             }
@@ -198,4 +202,52 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A live finding as one JSON line of `--live-out`: what, where, and when
+/// its flush landed and when it was found.
+fn live_line(l: &LiveAnomaly) -> serde_json::Value {
+    let mut v = match &l.finding {
+        LiveFinding::Peer(x) => serde_json::json!({
+            "kind": x.entity.kind(),
+            "pe": x.entity.pe(),
+            "entity": format!("{:?}", x.entity),
+            "signal": x.signal.name(),
+            "gvt_from": x.span.gvt_from,
+            "gvt_to": x.span.gvt_to,
+            "real_from": x.span.real_from,
+            "real_to": x.span.real_to,
+            "score": x.score,
+        }),
+        LiveFinding::RunWide(x) => serde_json::json!({
+            "kind": "run",
+            "pe": x.caused_by_pe,
+            "entity": "whole run",
+            "signal": x.signal.name(),
+            "gvt_from": x.span.gvt_from,
+            "gvt_to": x.span.gvt_to,
+            "real_from": x.span.real_from,
+            "real_to": x.span.real_to,
+            "score": x.score,
+        }),
+    };
+    v["landed_at"] = serde_json::json!(l.landed_at);
+    v["found_at"] = serde_json::json!(l.found_at);
+    v["latency_s"] = serde_json::json!(l.found_at - l.landed_at);
+    v
+}
+
+/// The line printed for a live finding.
+fn live_text(v: &serde_json::Value) -> String {
+    let num = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    format!(
+        "live: {} {} at GVT {:.3}..{:.3} (real {:.3}..{:.3} s), score {:.1}",
+        v["entity"].as_str().unwrap_or(""),
+        v["signal"].as_str().unwrap_or(""),
+        num("gvt_from"),
+        num("gvt_to"),
+        num("real_from"),
+        num("real_to"),
+        num("score")
+    )
 }

@@ -178,7 +178,7 @@ pub struct RunArgs {
 }
 
 /// `--algorithm` as clap checks it (the names of [`Algorithm::ALL`]).
-fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
+pub(super) fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     s.parse()
 }
 

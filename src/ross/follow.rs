@@ -14,7 +14,9 @@
 //! After each poll that brought new GVT samples, rank 0 compares the
 //! entities with their peers on the series so far and reports the windows
 //! it has not reported before (the *live* anomalies, provisional: a later
-//! sample can change an entity's usual distance from its peers).
+//! sample can change an entity's usual distance from its peers), and the
+//! run-wide slowdowns found so far (stable: an interval is judged against
+//! the intervals before it only).
 //!
 //! The run ends, on every rank at once (rank 0's decision, shared by a
 //! reduction), when the final real-time samples (`ts = DBL_MAX`) of every
@@ -32,6 +34,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::peers::{self, PeerAnomaly};
+use super::run_wide::{self, RunWideAnomaly};
 use super::share::WorkShare;
 use super::signals::{Entity, RunSeries, Signal};
 use super::{add_records, conclude_with_trace, Findings, RossOptions, RunFiles};
@@ -56,11 +59,20 @@ impl Default for FollowOptions {
     }
 }
 
+/// What was found while following.
+#[derive(Debug, Clone)]
+pub enum LiveFinding {
+    /// An entity that stood out from its peers.
+    Peer(PeerAnomaly),
+    /// A slowdown of the whole run.
+    RunWide(RunWideAnomaly),
+}
+
 /// An anomaly found while following, with when it was seen.
 #[derive(Debug, Clone)]
 pub struct LiveAnomaly {
     /// The window (in the GVT series so far).
-    pub anomaly: PeerAnomaly,
+    pub finding: LiveFinding,
     /// When it was found (seconds since the Unix epoch).
     pub found_at: f64,
     /// When the GVT file was last written before that (its mtime): the
@@ -143,7 +155,8 @@ pub fn follow(
     let mut followed: Vec<Followed> = Vec::new();
     let mut sizes: Vec<(PathBuf, u64)> = Vec::new();
     let mut last_growth = Instant::now();
-    let mut reported: BTreeSet<(Entity, Signal, usize)> = BTreeSet::new();
+    // (entity, or none for the whole run; signal; first interval).
+    let mut reported: BTreeSet<(Option<Entity>, Signal, usize)> = BTreeSet::new();
     let end = loop {
         // Files that appeared since the last poll (ROSS creates each at its
         // first flush).
@@ -217,10 +230,23 @@ pub fn follow(
             ) {
                 let series = RunSeries::from_engine(&f.series);
                 let landed_at = run.files.path(FileKind::Gvt).map_or(0.0, |p| mtime(&p));
-                for a in peers::find(&series, &opts.rule, true) {
-                    if reported.insert((a.entity, a.signal, a.first)) {
+                let found = peers::find(&series, &opts.rule, true);
+                for a in &found {
+                    if reported.insert((Some(a.entity), a.signal, a.first)) {
                         live(&LiveAnomaly {
-                            anomaly: a,
+                            finding: LiveFinding::Peer(a.clone()),
+                            found_at: unix_now(),
+                            landed_at,
+                        });
+                    }
+                }
+                // An interval's run-wide label depends on the intervals
+                // before it only, so a window found now stays found.
+                let wide = run_wide::find(&series, &opts.detector, &found, &[])?;
+                for w in wide.windows {
+                    if reported.insert((None, w.signal, w.first)) {
+                        live(&LiveAnomaly {
+                            finding: LiveFinding::RunWide(w),
                             found_at: unix_now(),
                             landed_at,
                         });
@@ -277,7 +303,7 @@ pub fn follow(
             _ => rt = Some(f.series),
         }
     }
-    let findings = conclude_with_trace(run, opts.rule, gvt, rt, warnings, share)?;
+    let findings = conclude_with_trace(run, opts, gvt, rt, warnings, share)?;
     Ok((findings, end))
 }
 

@@ -10,7 +10,9 @@
 //! 4. [`hotspots`]: the event trace's destination LPs against each other;
 //! 5. [`attribution`]: victims' rollbacks attributed to the slow PE that
 //!    caused them, and the run time each PE cost;
-//! 6. [`report`]: the summary (text and JSON).
+//! 6. [`run_wide`]: the project's detectors (`--algorithm`) on the series of
+//!    the whole run, for slowdowns that hit every PE at once;
+//! 7. [`report`]: the summary (text and JSON).
 //!
 //! Besides, [`share`] says how AD ranks share the work, [`trace_counts`]
 //! counts the event trace, [`follow`] reads files while ROSS writes them
@@ -22,6 +24,7 @@ pub mod hotspots;
 pub mod peers;
 pub mod provenance;
 pub mod report;
+pub mod run_wide;
 pub mod share;
 pub mod signals;
 pub mod trace_counts;
@@ -31,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
+use crate::detect::choice::DetectorSettings;
 use crate::trace::ross::{
     ClockRescale, EngineSeries, FileKind, RecordReader, RossError, RossStdout, StatsFiles,
 };
@@ -50,6 +54,8 @@ pub struct RossOptions {
     pub prefix: Option<String>,
     /// How far from its peers an entity must be to be flagged.
     pub rule: PeerRule,
+    /// The detector of run-wide slowdowns ([`run_wide`]).
+    pub detector: DetectorSettings,
     /// The real TSC rate (Hz), when ROSS ran with the wrong `--clock-rate`.
     pub clock_rate: Option<f64>,
     /// A copy of ROSS's stdout: the clock rate it used, its totals.
@@ -143,6 +149,8 @@ pub struct Findings {
     pub run: RunFiles,
     /// The options the analysis ran with.
     pub rule: PeerRule,
+    /// The detector of run-wide slowdowns.
+    pub detector: DetectorSettings,
     /// Series per GVT interval (GVT file).
     pub gvt: RunSeries,
     /// Anomalies in the GVT series, and the PE each is attributed to.
@@ -153,6 +161,8 @@ pub struct Findings {
     pub rt_anomalies: Vec<(PeerAnomaly, Option<u32>)>,
     /// Hotspot LPs of the event trace.
     pub hotspots: Vec<HotspotLp>,
+    /// Slowdowns of the whole run, with their cause when one was found.
+    pub run_wide: run_wide::RunWide,
     /// Run time each PE cost, seconds.
     pub costs: BTreeMap<u32, f64>,
     /// The event trace, if there is one.
@@ -182,14 +192,14 @@ pub fn analyse_shared(opts: &RossOptions, share: &dyn WorkShare) -> anyhow::Resu
     };
     let gvt = engine(FileKind::Gvt)?.unwrap_or_default();
     let rt = engine(FileKind::Rt)?;
-    conclude_with_trace(run, opts.rule, gvt, rt, warnings, share)
+    conclude_with_trace(run, opts, gvt, rt, warnings, share)
 }
 
 /// From the engine samples to the findings: the series, the event trace's
 /// counts (shared by the ranks), then [`conclude`].
 pub fn conclude_with_trace(
     run: RunFiles,
-    rule: PeerRule,
+    opts: &RossOptions,
     gvt: EngineSeries,
     rt: Option<EngineSeries>,
     mut warnings: Vec<String>,
@@ -214,7 +224,7 @@ pub fn conclude_with_trace(
         }
         None => None,
     };
-    conclude(run, rule, series, rt.as_ref(), trace, warnings, share)
+    conclude(run, opts, series, rt.as_ref(), trace, warnings, share)
 }
 
 /// The intervals of the first PE: the GVT intervals of the run.
@@ -332,16 +342,18 @@ fn bytes_to_words(b: &[u8]) -> Vec<u64> {
 }
 
 /// From the series and the trace's pass-1 tally to the findings: peer
-/// comparison, attribution, costs, and the hotspots (with pass 2).
+/// comparison, attribution, costs, the hotspots (with pass 2) and the
+/// run-wide slowdowns.
 pub fn conclude(
     run: RunFiles,
-    rule: PeerRule,
+    opts: &RossOptions,
     gvt: RunSeries,
     rt: Option<&EngineSeries>,
     trace: Option<(TraceSummary, Ranges)>,
     warnings: Vec<String>,
     share: &dyn WorkShare,
 ) -> anyhow::Result<Findings> {
+    let rule = opts.rule;
     let found = peers::find(&gvt, &rule, true);
     let caused = attribution::causes(&found);
     let costs = attribution::costs(&gvt, &found, &caused);
@@ -369,9 +381,12 @@ pub fn conclude(
         }
         None => Vec::new(),
     };
+    let run_wide = run_wide::find(&gvt, &opts.detector, &found, &hotspots)?;
     Ok(Findings {
         run,
         rule,
+        detector: opts.detector.clone(),
+        run_wide,
         gvt_anomalies: found.into_iter().zip(caused).collect(),
         gvt,
         rt,

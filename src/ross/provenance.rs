@@ -82,7 +82,45 @@ pub fn tables(f: &Findings) -> RossTables {
     if let Some(tr) = &f.trace {
         t.trace_per_interval = tr.tally.per_interval.clone();
     }
+    run_wide_rows(&mut t, f);
     t
+}
+
+/// The run-wide slowdowns, their evidence and the detector's record of
+/// every interval.
+fn run_wide_rows(t: &mut RossTables, f: &Findings) {
+    for a in &f.run_wide.windows {
+        let id = t.run_wide.len() as u64;
+        let mut r = RunWideRow::new(a.signal.name());
+        r.id = id;
+        (r.gvt_from, r.gvt_to) = (a.span.gvt_from, a.span.gvt_to);
+        (r.real_from, r.real_to) = (a.span.real_from, a.span.real_to);
+        (r.first_interval, r.last_interval) = (a.first as u64, a.last as u64);
+        (r.score, r.value, r.usual) = (a.score, a.value, a.usual);
+        (r.excess, r.share_of_run) = (a.excess, a.share);
+        r.caused_by_pe = a.caused_by_pe.map_or(-1, i64::from);
+        r.caused_by_lp = a.caused_by_lp.map_or(-1, i64::from);
+        r.evidence_start = t.run_wide_evidence.len() as u64;
+        for (i, v) in a.context.1.iter().enumerate() {
+            t.run_wide_evidence.push(EvidenceRow {
+                anomaly: id,
+                interval: (a.context.0 + i) as u64,
+                value: *v,
+            });
+        }
+        r.evidence_len = a.context.1.len() as u64;
+        t.run_wide.push(r);
+    }
+    for p in &f.run_wide.points {
+        t.run_model.push(RunModelRow::new(
+            p.signal.name(),
+            p.interval as u64,
+            p.value,
+            p.usual,
+            p.score,
+            p.anomalous,
+        ));
+    }
 }
 
 fn push_hotspot(t: &mut RossTables, h: &HotspotLp, homes: &BTreeMap<u32, (u32, u32)>) {
@@ -175,6 +213,10 @@ pub fn attributes(
         "rel_floor": f.rule.rel_floor,
         "min_intervals": f.rule.min_intervals,
         "rt_bridge": super::peers::RT_BRIDGE,
+        "run_wide_algorithm": f.detector.algorithm.name(),
+        "run_wide_threshold": super::report::run_wide_threshold(&f.detector),
+        "run_wide_warmup_intervals": super::run_wide::WARMUP_INTERVALS,
+        "run_wide_min_share": super::run_wide::MIN_SHARE,
         "clock_rescale_factor": f.run.rescale.map(|r| r.factor()),
     });
     vec![

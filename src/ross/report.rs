@@ -8,8 +8,10 @@ use serde_json::{json, Value};
 use super::attribution::{hotspot_cause, lp_homes, ranked_pes};
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
+use super::run_wide::{RunWideAnomaly, MIN_SHARE, WARMUP_INTERVALS};
 use super::signals::Entity;
 use super::Findings;
+use crate::detect::choice::{Algorithm, DetectorSettings};
 
 /// The result of the analysis of one run.
 #[derive(Debug, Clone)]
@@ -57,6 +59,30 @@ fn anomaly_json(a: &PeerAnomaly, cause: Option<u32>, lp_cause: Option<u32>, seri
     })
 }
 
+/// A run-wide slowdown as JSON.
+fn run_wide_json(a: &RunWideAnomaly, algorithm: &str) -> Value {
+    json!({
+        "signal": a.signal.name(),
+        "gvt_from": real(a.span.gvt_from),
+        "gvt_to": real(a.span.gvt_to),
+        "real_from": real(a.span.real_from),
+        "real_to": real(a.span.real_to),
+        "intervals": [a.first, a.last],
+        "algorithm": algorithm,
+        "score": real(a.score),
+        "caused_by_pe": a.caused_by_pe,
+        "caused_by_lp": a.caused_by_lp,
+        "evidence": {
+            "value": real(a.value),
+            "usual": real(a.usual),
+            "excess": real(a.excess),
+            "share_of_run": real(a.share),
+            "first_interval": a.context.0,
+            "values": a.context.1.iter().map(|v| real(*v)).collect::<Vec<_>>(),
+        },
+    })
+}
+
 /// A hotspot LP as JSON.
 fn hotspot_json(h: &HotspotLp, lp_home: Option<(u32, u32)>) -> Value {
     let (first_interval, values) = h.evidence();
@@ -83,6 +109,15 @@ fn hotspot_json(h: &HotspotLp, lp_home: Option<(u32, u32)>) -> Value {
             "top_senders": h.top_senders.iter().map(|(lp, n)| json!({"lp": lp, "events": n})).collect::<Vec<_>>(),
         },
     })
+}
+
+/// The threshold the run-wide detector used, on its own scale.
+pub fn run_wide_threshold(d: &DetectorSettings) -> f64 {
+    match d.algorithm {
+        Algorithm::Sstd => d.sigma,
+        Algorithm::Hbos | Algorithm::Copod => d.hbos_threshold,
+        Algorithm::Modal => d.modal_threshold,
+    }
 }
 
 impl RossReport {
@@ -151,8 +186,13 @@ impl RossReport {
                 "threshold": f.rule.threshold,
                 "rel_floor": f.rule.rel_floor,
                 "min_intervals": f.rule.min_intervals,
+                "run_wide_algorithm": f.detector.algorithm.name(),
+                "run_wide_threshold": run_wide_threshold(&f.detector),
+                "run_wide_warmup_intervals": WARMUP_INTERVALS,
+                "run_wide_min_share": MIN_SHARE,
             },
             "anomalies": list,
+            "run_wide": f.run_wide.windows.iter().map(|a| run_wide_json(a, f.detector.algorithm.name())).collect::<Vec<_>>(),
             "entities": entities,
             "warnings": f.warnings,
         });
@@ -204,6 +244,27 @@ impl RossReport {
                 fmt(&a["real_from"]),
                 fmt(&a["real_to"]),
                 a["score"].as_f64().unwrap_or(0.0),
+            ));
+        }
+        for a in self.json["run_wide"].as_array().into_iter().flatten() {
+            // A hotspot LP makes its PE slow too: the LP is the cause.
+            let cause = match (a["caused_by_pe"].as_u64(), a["caused_by_lp"].as_u64()) {
+                (_, Some(l)) => format!("caused by hotspot LP {l}"),
+                (Some(p), None) => format!("caused by slow PE {p}"),
+                _ => "no PE stands out: every PE slowed at once".to_string(),
+            };
+            out.push_str(&format!(
+                "  whole run: {} at GVT {}..{} (real {}..{} s) was {} against a usual {} ({} score {:.1}; {:.0}% of the run's total); {cause}\n",
+                a["signal"].as_str().unwrap_or(""),
+                fmt(&a["gvt_from"]),
+                fmt(&a["gvt_to"]),
+                fmt(&a["real_from"]),
+                fmt(&a["real_to"]),
+                fmt(&a["evidence"]["value"]),
+                fmt(&a["evidence"]["usual"]),
+                a["algorithm"].as_str().unwrap_or(""),
+                a["score"].as_f64().unwrap_or(0.0),
+                100.0 * a["evidence"]["share_of_run"].as_f64().unwrap_or(0.0),
             ));
         }
         for w in self.json["warnings"].as_array().into_iter().flatten() {

@@ -62,6 +62,12 @@
 //! gvt_from = 20.0
 //! gvt_to = 30.0
 //! factor = 48.0                # events sent to it: factor x an LP's share
+//!
+//! [[anomaly]]
+//! kind = "slow_run"
+//! gvt_from = 70.0
+//! gvt_to = 80.0
+//! factor = 10.0                # every PE's handlers take factor x longer
 //! ```
 //!
 //! What the anomalies do (the shapes of the reference's §9):
@@ -76,6 +82,9 @@
 //!   `nevent_processed` and `pq_qsize` rise in proportion; those events are
 //!   rolled back with probability `rollback * sqrt(factor)`, so the
 //!   rollback trace's stragglers point at the LP.
+//! - `slow_run`: every PE's `event_process_s` is `factor` times higher at
+//!   once, so every interval lasts longer in real time (GVT advances less
+//!   per real second) while no PE stands out from its peers.
 //!
 //! Counters of engine samples are deltas since the file's previous sample
 //! (`pq_qsize` and `time_ahead_gvt` instantaneous), KP and LP sums equal
@@ -154,10 +163,10 @@ pub fn load_ross_scenario(o: &RossOptions) -> anyhow::Result<RossScenario> {
 /// find it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RossTruthRow {
-    /// `slow_pe` or `hotspot_lp`.
+    /// `slow_pe`, `hotspot_lp` or `slow_run`.
     pub kind: &'static str,
-    /// The PE (of the LP, for a hotspot).
-    pub pe: u32,
+    /// The PE (of the LP, for a hotspot); none for a run-wide slowdown.
+    pub pe: Option<u32>,
     /// The LP's KP (local id), for a hotspot.
     pub kp: Option<u32>,
     /// The LP (global id), for a hotspot.
@@ -185,7 +194,7 @@ pub fn truth_rows(sc: &RossScenario, spans: &[Span]) -> Vec<RossTruthRow> {
             let r = sc.intervals_in(a.window());
             let (pe, kp, lp, signal) = match *a {
                 RossAnomaly::SlowPe { pe, factor, .. } => (
-                    pe,
+                    Some(pe),
                     None,
                     None,
                     format!(
@@ -194,13 +203,22 @@ pub fn truth_rows(sc: &RossScenario, spans: &[Span]) -> Vec<RossTruthRow> {
                     ),
                 ),
                 RossAnomaly::HotspotLp { lp, factor, .. } => (
-                    lp / lps,
+                    Some(lp / lps),
                     Some(lp % lps / sc.ross.lps_per_kp),
                     Some(lp),
                     format!(
                         "events to LP {lp} x{factor}; PE {} nevent_processed and pq_qsize up; \
                          rollback-trace stragglers with dest_lp {lp}",
                         lp / lps
+                    ),
+                ),
+                RossAnomaly::SlowRun { factor, .. } => (
+                    None,
+                    None,
+                    None,
+                    format!(
+                        "event_process_s x{factor} on every PE at once; \
+                         GVT per real second down; no PE stands out"
                     ),
                 ),
             };
@@ -234,7 +252,7 @@ pub fn write_ross_truth(path: &Path, rows: &[RossTruthRow]) -> anyhow::Result<()
             f,
             "{},{},{},{},{},{},{:.6},{:.6},{}",
             r.kind,
-            r.pe,
+            opt(r.pe),
             opt(r.kp),
             opt(r.lp),
             r.gvt_from,

@@ -130,6 +130,11 @@ impl<'s, W: Write> RossGenerator<'s, W> {
                     rb_mult *= 1.0 + factor.log2();
                     slow_pe = Some(pe);
                 }
+                RossAnomaly::SlowRun { factor, .. } => {
+                    for plan in &mut plans {
+                        plan.slow = plan.slow.max(1.0) * factor;
+                    }
+                }
                 RossAnomaly::HotspotLp { lp, factor, .. } => {
                     let extra = ((factor - 1.0) * f64::from(r.events_per_interval) / f64::from(lps))
                         .round() as u64;

@@ -191,6 +191,17 @@ pub enum RossAnomaly {
         /// Events sent to the LP, relative to an ordinary LP (> 1).
         factor: f64,
     },
+    /// Every PE's event handlers take `factor` times longer at once (a
+    /// run-wide slowdown: system noise, a shared file system, an
+    /// oversubscribed node): no PE stands out from its peers.
+    SlowRun {
+        /// Start of the window (GVT).
+        gvt_from: f64,
+        /// End of the window (GVT, exclusive).
+        gvt_to: f64,
+        /// Slowdown of every PE's handlers (> 1).
+        factor: f64,
+    },
 }
 
 impl RossAnomaly {
@@ -202,6 +213,9 @@ impl RossAnomaly {
             }
             | RossAnomaly::HotspotLp {
                 gvt_from, gvt_to, ..
+            }
+            | RossAnomaly::SlowRun {
+                gvt_from, gvt_to, ..
             } => (gvt_from, gvt_to),
         }
     }
@@ -209,15 +223,18 @@ impl RossAnomaly {
     /// The factor.
     pub fn factor(&self) -> f64 {
         match *self {
-            RossAnomaly::SlowPe { factor, .. } | RossAnomaly::HotspotLp { factor, .. } => factor,
+            RossAnomaly::SlowPe { factor, .. }
+            | RossAnomaly::HotspotLp { factor, .. }
+            | RossAnomaly::SlowRun { factor, .. } => factor,
         }
     }
 
-    /// `slow_pe` or `hotspot_lp`.
+    /// `slow_pe`, `hotspot_lp` or `slow_run`.
     pub fn kind(&self) -> &'static str {
         match self {
             RossAnomaly::SlowPe { .. } => "slow_pe",
             RossAnomaly::HotspotLp { .. } => "hotspot_lp",
+            RossAnomaly::SlowRun { .. } => "slow_run",
         }
     }
 }

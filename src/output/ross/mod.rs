@@ -8,8 +8,10 @@
 //! `start_time`, `end_time`, `completed`) plus `source = "ross"`, and the
 //! tables under `ross/`: the anomaly records with their context (the
 //! neighbouring samples, the straggler senders), the PEs ranked by cost,
-//! the per-entity statistics of every series, the interval bounds, and the
-//! detector's model (each interval's peer median and spread).
+//! the per-entity statistics of every series, the interval bounds, the
+//! peer comparison's model (each interval's peer median and spread), and
+//! the run-wide slowdowns with their detector's record of every interval.
+//! The row types are in `rows`.
 //!
 //! The analysis is the same on every AD rank, so rank 0 writes every row;
 //! the others take part in the collective calls only.
@@ -19,301 +21,20 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use hdf5::types::FixedUnicode;
 use hdf5::H5Type;
 use serde_json::{json, Value};
 
-use super::hdf5file::{FileAttr, ProvenanceFile};
-use super::read::{root_attrs, table};
+mod rows;
+
+use rows::text;
+pub use rows::*;
+
 use crate::collectives::Collectives;
-
-/// Short text columns (kinds, signals, series names).
-pub type Label = FixedUnicode<32>;
-
-fn label(s: &str) -> Label {
-    super::records::fixed(s)
-}
-
-fn text(l: &Label) -> String {
-    l.as_str().to_owned()
-}
-
-/// One anomaly: an entity that stood out from its peers over a window.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct RossAnomalyRow {
-    /// Row index (the `anomaly` of companion rows).
-    pub id: u64,
-    /// `pe`, `kp` or `lp`.
-    pub kind: Label,
-    /// PE id (-1 when unknown: a hotspot LP seen only in the trace).
-    pub pe: i64,
-    /// Local KP index (-1 for a PE anomaly).
-    pub kp: i64,
-    /// Global LP id (-1 unless an LP anomaly).
-    pub lp: i64,
-    /// The signal (`event_process_s`, `rollbacks`, ...).
-    pub signal: Label,
-    /// Which series: `gvt`, `rt` (real-time grid) or `evtrace`.
-    pub series: Label,
-    /// GVT at the window's start and end.
-    pub gvt_from: f64,
-    /// GVT at the window's end.
-    pub gvt_to: f64,
-    /// Real time (s) at the window's start.
-    pub real_from: f64,
-    /// Real time (s) at the window's end.
-    pub real_to: f64,
-    /// First interval of the window.
-    pub first_interval: u64,
-    /// Last interval of the window.
-    pub last_interval: u64,
-    /// Highest score in the window.
-    pub score: f64,
-    /// The entity's value at that interval.
-    pub value: f64,
-    /// The peers' median there.
-    pub peer_median: f64,
-    /// The PE the anomaly is attributed to (-1: none).
-    pub caused_by_pe: i64,
-    /// The hotspot LP the anomaly is attributed to (-1: none).
-    pub caused_by_lp: i64,
-    /// Rows of `ross/evidence` (the neighbouring samples).
-    pub evidence_start: u64,
-    /// Number of them.
-    pub evidence_len: u64,
-    /// Rows of `ross/senders` (a hotspot's top senders).
-    pub senders_start: u64,
-    /// Number of them.
-    pub senders_len: u64,
-}
-
-/// One sample around an anomaly's window.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct EvidenceRow {
-    /// The anomaly (row of `ross/anomalies`).
-    pub anomaly: u64,
-    /// Interval index.
-    pub interval: u64,
-    /// The entity's value.
-    pub value: f64,
-}
-
-/// An LP that sent events to a hotspot LP.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct SenderRow {
-    /// The anomaly (row of `ross/anomalies`).
-    pub anomaly: u64,
-    /// Sending LP.
-    pub lp: u64,
-    /// Events it sent to the hotspot.
-    pub events: u64,
-}
-
-/// A PE and the run time it cost.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct EntityRow {
-    /// 1 for the costliest.
-    pub rank: u64,
-    /// PE id.
-    pub pe: u64,
-    /// Seconds of run time it cost.
-    pub cost_s: f64,
-    /// Anomalies of it or attributed to it.
-    pub anomalies: u64,
-}
-
-/// Statistics of one series of one entity.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct SeriesStatsRow {
-    /// `gvt` or `rt`.
-    pub series: Label,
-    /// `pe`, `kp` or `lp`.
-    pub kind: Label,
-    /// PE id.
-    pub pe: u64,
-    /// KP index (-1 for a PE).
-    pub kp: i64,
-    /// LP id (-1 unless an LP).
-    pub lp: i64,
-    /// The signal.
-    pub signal: Label,
-    /// Points.
-    pub count: u64,
-    /// Sum of the points.
-    pub sum: f64,
-    /// Mean.
-    pub mean: f64,
-    /// Standard deviation (population).
-    pub std: f64,
-    /// Smallest point.
-    pub min: f64,
-    /// Largest point.
-    pub max: f64,
-}
-
-/// The bounds of one interval of one PE's series.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct IntervalRow {
-    /// `gvt` or `rt`.
-    pub series: Label,
-    /// PE id.
-    pub pe: u64,
-    /// Interval index.
-    pub interval: u64,
-    /// GVT at its start.
-    pub gvt_from: f64,
-    /// GVT at its end.
-    pub gvt_to: f64,
-    /// Real time (s) at its start.
-    pub real_from: f64,
-    /// Real time (s) at its end.
-    pub real_to: f64,
-}
-
-/// The detector's model at one interval: the peers' median and spread.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct PeerModelRow {
-    /// `gvt` or `rt`.
-    pub series: Label,
-    /// `pe`, `kp` or `lp`.
-    pub kind: Label,
-    /// The signal.
-    pub signal: Label,
-    /// Interval index.
-    pub interval: u64,
-    /// Entities compared.
-    pub entities: u64,
-    /// Their median.
-    pub median: f64,
-    /// Their median absolute deviation.
-    pub mad: f64,
-}
-
-/// Everything a ROSS provenance file holds besides its attributes.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RossTables {
-    /// `ross/anomalies`.
-    pub anomalies: Vec<RossAnomalyRow>,
-    /// `ross/evidence`.
-    pub evidence: Vec<EvidenceRow>,
-    /// `ross/senders`.
-    pub senders: Vec<SenderRow>,
-    /// `ross/entities`.
-    pub entities: Vec<EntityRow>,
-    /// `ross/series_stats`.
-    pub stats: Vec<SeriesStatsRow>,
-    /// `ross/intervals`.
-    pub intervals: Vec<IntervalRow>,
-    /// `ross/peer_model`.
-    pub model: Vec<PeerModelRow>,
-    /// `ross/trace_events_per_interval`: events of the trace per GVT
-    /// interval.
-    pub trace_per_interval: Vec<u64>,
-}
-
-impl RossAnomalyRow {
-    /// A row with the text columns set and every number zero (ids -1).
-    pub fn new(kind: &str, signal: &str, series: &str) -> Self {
-        RossAnomalyRow {
-            id: 0,
-            kind: label(kind),
-            pe: -1,
-            kp: -1,
-            lp: -1,
-            signal: label(signal),
-            series: label(series),
-            gvt_from: 0.0,
-            gvt_to: 0.0,
-            real_from: 0.0,
-            real_to: 0.0,
-            first_interval: 0,
-            last_interval: 0,
-            score: 0.0,
-            value: 0.0,
-            peer_median: 0.0,
-            caused_by_pe: -1,
-            caused_by_lp: -1,
-            evidence_start: 0,
-            evidence_len: 0,
-            senders_start: 0,
-            senders_len: 0,
-        }
-    }
-}
-
-impl SeriesStatsRow {
-    /// The statistics of `values`.
-    pub fn of(
-        series: &str,
-        kind: &str,
-        ids: (u64, i64, i64),
-        signal: &str,
-        values: &[f64],
-    ) -> Self {
-        let n = values.len() as f64;
-        let sum: f64 = values.iter().sum();
-        let mean = if values.is_empty() { 0.0 } else { sum / n };
-        let var = if values.is_empty() {
-            0.0
-        } else {
-            values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n
-        };
-        SeriesStatsRow {
-            series: label(series),
-            kind: label(kind),
-            pe: ids.0,
-            kp: ids.1,
-            lp: ids.2,
-            signal: label(signal),
-            count: values.len() as u64,
-            sum,
-            mean,
-            std: var.sqrt(),
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-}
-
-impl IntervalRow {
-    /// A row of `series`.
-    pub fn new(series: &str, pe: u64, interval: u64, bounds: [f64; 4]) -> Self {
-        IntervalRow {
-            series: label(series),
-            pe,
-            interval,
-            gvt_from: bounds[0],
-            gvt_to: bounds[1],
-            real_from: bounds[2],
-            real_to: bounds[3],
-        }
-    }
-}
-
-impl PeerModelRow {
-    /// A row of `series`.
-    pub fn new(series: &str, kind: &str, signal: &str, interval: u64, col: [f64; 3]) -> Self {
-        PeerModelRow {
-            series: label(series),
-            kind: label(kind),
-            signal: label(signal),
-            interval,
-            entities: col[0] as u64,
-            median: col[1],
-            mad: col[2],
-        }
-    }
-}
+use crate::output::hdf5file::{FileAttr, ProvenanceFile};
+use crate::output::read::{root_attrs, table};
 
 /// Table names, in the order they are written.
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 11] = [
     "ross/anomalies",
     "ross/evidence",
     "ross/senders",
@@ -321,6 +42,10 @@ const TABLES: [&str; 7] = [
     "ross/series_stats",
     "ross/intervals",
     "ross/peer_model",
+    "ross/trace_events_per_interval",
+    "ross/run_wide",
+    "ross/run_wide_evidence",
+    "ross/run_model",
 ];
 
 /// Writes the provenance file of a ROSS analysis (collective: every rank
@@ -356,8 +81,10 @@ pub fn write_ross_provenance(
     put(&mut f, write, TABLES[4], &t.stats).with_context(|| ctx(TABLES[4]))?;
     put(&mut f, write, TABLES[5], &t.intervals).with_context(|| ctx(TABLES[5]))?;
     put(&mut f, write, TABLES[6], &t.model).with_context(|| ctx(TABLES[6]))?;
-    let per = "ross/trace_events_per_interval";
-    put(&mut f, write, per, &t.trace_per_interval).with_context(|| ctx(per))?;
+    put(&mut f, write, TABLES[7], &t.trace_per_interval).with_context(|| ctx(TABLES[7]))?;
+    put(&mut f, write, TABLES[8], &t.run_wide).with_context(|| ctx(TABLES[8]))?;
+    put(&mut f, write, TABLES[9], &t.run_wide_evidence).with_context(|| ctx(TABLES[9]))?;
+    put(&mut f, write, TABLES[10], &t.run_model).with_context(|| ctx(TABLES[10]))?;
     f.set_attrs(&[("completed", FileAttr::U64(1))])?;
     f.flush()?;
     f.close()
@@ -393,7 +120,10 @@ impl RossProvenance {
             stats: table(&f, TABLES[4])?,
             intervals: table(&f, TABLES[5])?,
             model: table(&f, TABLES[6])?,
-            trace_per_interval: table(&f, "ross/trace_events_per_interval")?,
+            trace_per_interval: table(&f, TABLES[7])?,
+            run_wide: table(&f, TABLES[8])?,
+            run_wide_evidence: table(&f, TABLES[9])?,
+            run_model: table(&f, TABLES[10])?,
         };
         Ok(RossProvenance { attrs, tables })
     }
@@ -441,8 +171,40 @@ impl RossProvenance {
         })
     }
 
-    /// Writes the JSON documents (`anomalies`, `entities`, `series_stats`,
-    /// `metadata`) into `dir`; returns each file's name and document count.
+    /// One run-wide slowdown as JSON, with its evidence.
+    pub fn run_wide_json(&self, r: &RunWideRow) -> Value {
+        let opt = |x: i64| if x < 0 { Value::Null } else { json!(x) };
+        let lo = r.evidence_start as usize;
+        let evidence: Vec<Value> = self
+            .tables
+            .run_wide_evidence
+            .get(lo..lo + r.evidence_len as usize)
+            .unwrap_or(&[])
+            .iter()
+            .map(|e| json!({"interval": e.interval, "value": e.value}))
+            .collect();
+        json!({
+            "id": r.id,
+            "signal": text(&r.signal),
+            "gvt_from": r.gvt_from,
+            "gvt_to": r.gvt_to,
+            "real_from": r.real_from,
+            "real_to": r.real_to,
+            "intervals": [r.first_interval, r.last_interval],
+            "score": r.score,
+            "value": r.value,
+            "usual": r.usual,
+            "excess": r.excess,
+            "share_of_run": r.share_of_run,
+            "caused_by_pe": opt(r.caused_by_pe),
+            "caused_by_lp": opt(r.caused_by_lp),
+            "evidence": evidence,
+        })
+    }
+
+    /// Writes the JSON documents (`anomalies`, `run_wide`, `entities`,
+    /// `series_stats`, `metadata`) into `dir`; returns each file's name and
+    /// document count.
     pub fn export_json(&self, dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let t = &self.tables;
@@ -450,6 +212,10 @@ impl RossProvenance {
             (
                 "anomalies.json",
                 t.anomalies.iter().map(|a| self.anomaly_json(a)).collect(),
+            ),
+            (
+                "run_wide.json",
+                t.run_wide.iter().map(|r| self.run_wide_json(r)).collect(),
             ),
             (
                 "entities.json",
@@ -526,6 +292,28 @@ impl RossProvenance {
                     format!(", caused by hotspot LP {}", r.caused_by_lp)
                 } else {
                     String::new()
+                }
+            )?;
+        }
+        writeln!(out, "run-wide slowdowns: {}", t.run_wide.len())?;
+        for r in t.run_wide.iter().take(top) {
+            writeln!(
+                out,
+                "  {}: GVT {:.3}..{:.3}, real {:.3}..{:.3} s, {:.4} against a usual {:.4}, score {:.1}{}",
+                text(&r.signal),
+                r.gvt_from,
+                r.gvt_to,
+                r.real_from,
+                r.real_to,
+                r.value,
+                r.usual,
+                r.score,
+                if r.caused_by_lp >= 0 {
+                    format!(", caused by hotspot LP {}", r.caused_by_lp)
+                } else if r.caused_by_pe >= 0 {
+                    format!(", caused by PE {}", r.caused_by_pe)
+                } else {
+                    ", every PE at once".to_string()
                 }
             )?;
         }
