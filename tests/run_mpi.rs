@@ -418,3 +418,112 @@ fn in_situ_over_sst_with_writer_processes() {
     assert_eq!(s["truth"], b["truth"]);
     assert!(s["truth"]["true_positives"].as_u64().unwrap() > 0);
 }
+
+/// Precision and recall of `alg` (with `extra` flags) on a synth scenario
+/// already written to `data`, at `np` AD ranks; the labels go to `labels`.
+fn score(
+    np: usize,
+    data: &Path,
+    scenario: &str,
+    alg: &str,
+    extra: &[&str],
+    labels: Option<&Path>,
+) -> (f64, f64) {
+    let sum = data.join(format!(
+        "summary-{scenario}-{alg}-{np}-{}.json",
+        extra.join("")
+    ));
+    let mut c = run_cmd(np);
+    c.args(["--algorithm", alg])
+        .args(extra)
+        .arg("--input")
+        .arg(data.join(format!("tau-metrics-{scenario}-{{rank}}.bp")))
+        .arg("--truth")
+        .arg(data.join(format!("truth-{scenario}.csv")))
+        .arg("--summary-out")
+        .arg(&sum);
+    if let Some(dir) = labels {
+        c.arg("--labels-out").arg(dir);
+    }
+    run_ok(&mut c);
+    let (p, r) = precision_recall(&summary(&sum));
+    eprintln!("{scenario} {alg} {extra:?} {np} AD rank(s): precision {p:.4} recall {r:.4}");
+    (p, r)
+}
+
+fn f1((p, r): (f64, f64)) -> f64 {
+    if p + r > 0.0 {
+        2.0 * p * r / (p + r)
+    } else {
+        0.0
+    }
+}
+
+#[test]
+fn the_default_detector_handles_what_real_traces_do() {
+    // ring: a rare fast path (normal), tiny noisy bookkeeping calls, and
+    // 50x slow exchanges that recur from the second I/O step on;
+    // twomodes: two normal code paths and rare 10x outliers.
+    for scenario in ["ring", "twomodes"] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        synth(&data, Some(&format!("{scenario}.toml")), &[]);
+        for np in [1, 2] {
+            let (p, r) = score(np, &data, scenario, "modal", &[], None);
+            assert!(
+                p >= 0.95 && r >= 0.95,
+                "{scenario} at {np} AD ranks: precision {p} recall {r}"
+            );
+        }
+        let modal = score(2, &data, scenario, "modal", &[], None);
+        let sstd = score(2, &data, scenario, "sstd", &[], None);
+        assert!(
+            f1(modal) >= f1(sstd),
+            "{scenario}: modal {modal:?} sstd {sstd:?}"
+        );
+    }
+}
+
+#[test]
+fn direction_both_is_the_union_of_slow_and_fast() {
+    // Two-sided labels (Chimbuko's) are exactly the slow anomalies plus the
+    // fast ones, and the default flags no fast call of the ring exchange.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    synth(&data, Some("ring.toml"), &[]);
+    let anomalies = |direction: &str| -> std::collections::BTreeSet<String> {
+        let out = dir.path().join(format!("labels-{direction}"));
+        score(
+            2,
+            &data,
+            "ring",
+            "modal",
+            &["--direction", direction],
+            Some(&out),
+        );
+        sorted_labels(&out)
+            .into_iter()
+            .filter(|l| l.contains(",anomaly,"))
+            .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    let (slow, fast, both) = (anomalies("slow"), anomalies("fast"), anomalies("both"));
+    assert!(slow.is_disjoint(&fast));
+    let union: std::collections::BTreeSet<String> = slow.union(&fast).cloned().collect();
+    assert_eq!(union, both);
+    assert!(
+        !slow.is_empty() && !fast.is_empty(),
+        "{} slow, {} fast",
+        slow.len(),
+        fast.len()
+    );
+    // --flag-fast is --direction both.
+    let out = dir.path().join("labels-flag-fast");
+    score(2, &data, "ring", "modal", &["--flag-fast"], Some(&out));
+    let flagged: std::collections::BTreeSet<String> = sorted_labels(&out)
+        .into_iter()
+        .filter(|l| l.contains(",anomaly,"))
+        .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(flagged, both);
+}

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use chimbuko_mpi::detect::choice::{Algorithm, DetectorSettings};
+use chimbuko_mpi::detect::direction::Direction;
 use chimbuko_mpi::run::options::{seconds, RunOptions, Setting};
 use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::tau::streams::TauInputs;
@@ -64,6 +65,14 @@ pub struct RunArgs {
     /// A function is labelled only once the global model holds this many of its executions.
     #[arg(long, default_value_t = 2)]
     pub min_count: u64,
+    /// Which executions may be anomalies: slow (slower than the model
+    /// predicts, the default), fast, or both (Chimbuko's two-sided
+    /// detectors, for compatibility).
+    #[arg(long, default_value = "slow", value_parser = parse_direction)]
+    pub direction: Direction,
+    /// Flag fast outliers too: the same as `--direction both`.
+    #[arg(long)]
+    pub flag_fast: bool,
     /// Judge inclusive instead of exclusive runtimes.
     #[arg(long)]
     pub use_inclusive: bool,
@@ -182,6 +191,11 @@ pub(super) fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     s.parse()
 }
 
+/// `--direction` as clap checks it.
+fn parse_direction(s: &str) -> Result<Direction, String> {
+    s.parse()
+}
+
 impl RunArgs {
     /// The options the pipeline takes; `settings` is where each value came
     /// from (see `settings`).
@@ -209,6 +223,11 @@ impl RunArgs {
                 modal_min_share: self.modal_min_share,
                 modal_min_spread: self.modal_min_spread,
                 min_count: self.min_count,
+                direction: if self.flag_fast {
+                    Direction::Both
+                } else {
+                    self.direction
+                },
             },
             use_inclusive: self.use_inclusive,
             ignore_regex: self.ignore_regex,

@@ -35,6 +35,11 @@ pub trait Kernel: Send {
     ) -> Self::Model;
     /// Label (normal or anomaly) and score of one runtime.
     fn judge(&self, model: &Self::Model, value: u64) -> Verdict;
+    /// Whether `value` is slower than the model predicts; `mean` is the
+    /// function's mean runtime.
+    fn is_slow(&self, _model: &Self::Model, value: u64, mean: f64) -> bool {
+        value as f64 > mean
+    }
     /// Detector-specific JSON fields of a function's model.
     fn json(&self, model: &Self::Model) -> serde_json::Value;
     /// Fills the detector-specific fields of a snapshot.
@@ -184,6 +189,15 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             }
         }
         v
+    }
+
+    fn is_slow(&self, function: u32, value: u64) -> bool {
+        let f = function as usize;
+        let mean = self.fine.global.get(f).map_or(0.0, |h| h.moments.mean());
+        match self.models.get(f) {
+            Some(m) => self.kernel.is_slow(m, value, mean),
+            None => value as f64 > mean,
+        }
     }
 
     fn model_snapshot(&self, function: u32) -> ModelSnapshot {

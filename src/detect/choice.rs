@@ -6,6 +6,7 @@
 use anyhow::bail;
 
 use super::copod::{Copod, CopodParams};
+use super::direction::{Directed, Direction};
 use super::hbos::{Hbos, HbosParams};
 use super::modal::{Modal, ModalParams};
 use super::sstd::{Sstd, SstdParams};
@@ -84,6 +85,8 @@ pub struct DetectorSettings {
     /// A function is labelled once the global model holds this many of its
     /// executions.
     pub min_count: u64,
+    /// Which side of the model an anomaly must lie on (`--direction`).
+    pub direction: Direction,
 }
 
 impl Default for DetectorSettings {
@@ -97,13 +100,24 @@ impl Default for DetectorSettings {
             modal_min_share: 0.05,
             modal_min_spread: 0.025,
             min_count: 2,
+            direction: Direction::Slow,
         }
     }
 }
 
 impl DetectorSettings {
-    /// The detector these settings describe, with its parameters checked.
+    /// The detector these settings describe, with its parameters checked,
+    /// keeping only the anomalies on the side of `direction`.
     pub fn build(&self) -> anyhow::Result<Box<dyn Detector>> {
+        let detector = self.build_two_sided()?;
+        Ok(match self.direction {
+            Direction::Both => detector,
+            d => Box::new(Directed::new(detector, d)),
+        })
+    }
+
+    /// The detector alone: Chimbuko's two-sided labels.
+    fn build_two_sided(&self) -> anyhow::Result<Box<dyn Detector>> {
         let finite_positive = |v: f64, flag: &str| {
             if v.is_finite() && v > 0.0 {
                 Ok(v)

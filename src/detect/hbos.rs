@@ -113,6 +113,43 @@ impl HbosModel {
         }
     }
 
+    /// Gives an empty bin that holds observed runtimes the score of the
+    /// bins their counts went to. Rebinning a fine bucket that straddles a
+    /// bin edge splits its count with rounding, so a bucket of one count
+    /// split half and half puts it on one side only; a runtime in the other
+    /// bin is part of the model, yet its bin shows 0 and it would score as
+    /// never seen (≈ 100, the maximum). `buckets` are the exact fine
+    /// buckets `(lo, hi, count)` of integer runtimes the histogram was
+    /// built from.
+    pub fn fill_held_empty_bins(&mut self, buckets: impl Iterator<Item = (u64, u64, u64)>) {
+        let n = self.hist.nbin();
+        for (lo, hi, c) in buckets {
+            if c == 0 || n == 0 {
+                continue;
+            }
+            let bin = |v: u64| match self.hist.get_bin(v as f64, 0.0) {
+                BinPos::In(b) => b,
+                BinPos::Left => 0,
+                BinPos::Right => n - 1,
+            };
+            let (a, b) = (bin(lo), bin(hi));
+            if a == b {
+                continue;
+            }
+            let held = (a..=b)
+                .filter(|&k| self.hist.counts[k] > 0)
+                .map(|k| self.scores[k])
+                .fold(f64::INFINITY, f64::min);
+            if held.is_finite() {
+                for k in a..=b {
+                    if self.hist.counts[k] == 0 {
+                        self.scores[k] = self.scores[k].min(held);
+                    }
+                }
+            }
+        }
+    }
+
     /// Score of runtime `x`.
     pub fn score(&self, x: f64) -> f64 {
         match self.hist.get_bin(x, EDGE_TOLERANCE) {
@@ -163,7 +200,11 @@ impl Kernel for HbosKernel {
     fn derive(&self, prev: &HbosModel, hist: &FineHist, _: &StepDelta, thr: f64) -> HbosModel {
         let spec = BinWidth::FixedNbin(self.params.max_bins.max(1));
         match hist.labelling_histogram(spec) {
-            Ok(h) => HbosModel::from_histogram(h, thr, prev.global_threshold),
+            Ok(h) => {
+                let mut m = HbosModel::from_histogram(h, thr, prev.global_threshold);
+                m.fill_held_empty_bins(hist.buckets());
+                m
+            }
             // Unreachable for non-empty integer data; keep the old model.
             Err(_) => prev.clone(),
         }
@@ -200,7 +241,7 @@ impl Kernel for HbosKernel {
 mod tests {
     use super::*;
     use crate::detect::binned::testing;
-    use crate::detect::{Detector, Label};
+    use crate::detect::{Detector, Label, Wire};
 
     fn example() -> Histogram {
         Histogram::from_parts(vec![2, 8, 1, 0, 0, 2], 101.0, 700.0, 100.0, 100.0).unwrap()
@@ -229,6 +270,41 @@ mod tests {
             assert_eq!(v.label, Label::Anomaly);
             assert!((v.score - 100.0001).abs() < 1e-3);
         }
+    }
+
+    #[test]
+    fn a_runtime_in_the_model_never_gets_the_empty_bin_score() {
+        // Runtimes above 256 µs share fine buckets of several integers;
+        // where such a bucket straddles a bin edge its count is split with
+        // rounding, and a count of 1 goes to one side only. Over many data
+        // sets, every runtime in the model must score as a runtime seen.
+        let mut seen_split = 0;
+        for seed in 0..400u64 {
+            let mut d = Hbos::with_params(Default::default(), 2);
+            d.ensure_functions(1);
+            let values: Vec<u64> = (0..40u64)
+                .map(|i| 300 + (i * 7919 + seed * 104_729 + i * i * seed) % (150 + seed % 300))
+                .collect();
+            for &v in &values {
+                d.observe(0, v);
+            }
+            let w = d.take_partial();
+            crate::detect::reduce_step(&mut d, w, Wire::clone);
+            let m = d.model(0).unwrap();
+            for &v in &values {
+                if let BinPos::In(b) = m.hist.get_bin(v as f64, EDGE_TOLERANCE) {
+                    seen_split += usize::from(m.hist.counts[b] == 0);
+                }
+                let verdict = d.label(0, v);
+                assert!(
+                    verdict.score < outside_score() - 1.0,
+                    "seed {seed}: runtime {v} of the model scores {}",
+                    verdict.score
+                );
+            }
+        }
+        // The data sets do hit the split (a runtime in a bin showing 0).
+        assert!(seen_split > 0);
     }
 
     #[test]

@@ -23,6 +23,7 @@
 pub mod binned;
 pub mod choice;
 pub mod copod;
+pub mod direction;
 pub mod hbos;
 pub mod modal;
 pub mod sstd;
@@ -166,6 +167,12 @@ pub trait Detector: Send {
     fn set_function_threshold(&mut self, function: u32, value: f64);
     /// Labels one runtime of `function` against the global model.
     fn label(&self, function: u32, value: u64) -> Verdict;
+    /// Whether `value` is slower than the model of `function` predicts
+    /// (for `--direction`): above its mean, unless the detector knows
+    /// better (`modal`: above the fastest normal mode).
+    fn is_slow(&self, function: u32, value: u64) -> bool {
+        value as f64 > self.model_snapshot(function).mean
+    }
     /// The model parameters of `function`, for provenance and reports.
     fn model_json(&self, function: u32) -> serde_json::Value;
     /// The parameters `label` uses for `function` right now, in a fixed

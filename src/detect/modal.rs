@@ -25,8 +25,14 @@
 //!    `min_share` of the function's executions (and at least 3). When the
 //!    executions before this step outnumber this step's, the share is
 //!    counted over the earlier executions only, so that a burst confined to
-//!    the current step cannot vouch for itself. The largest mode is always
-//!    normal.
+//!    the current step cannot vouch for itself. A mode more than
+//!    [`SLOW_MODE_RATIO`] times slower than the largest mode must hold
+//!    [`SLOW_MODE_SHARE`] of the executions: a slowdown that recurs (one
+//!    rank periodically sending 50× more data makes every rank's exchange
+//!    in that cycle 50× longer) piles up a mode of its own, yet each of its
+//!    executions is time lost, and recurring does not make it normal. Real
+//!    second code paths (a cache miss, a remote lookup) cost a few times
+//!    the first, not twenty. The largest mode is always normal.
 //! 5. **Score.** `score(x)` = distance of `u(x)` to the nearest normal mode's
 //!    median in units of that mode's scale on that side. Anomaly iff
 //!    `score > threshold` (default 6; per function from `--threshold-file`).
@@ -68,6 +74,11 @@ impl Default for ModalParams {
 
 /// A normal mode needs at least this many executions.
 const MIN_MODE_COUNT: u64 = 3;
+/// A mode whose median runtime is more than this many times the largest
+/// mode's is a recurring slowdown unless it holds [`SLOW_MODE_SHARE`].
+pub const SLOW_MODE_RATIO: f64 = 20.0;
+/// The share of executions a mode that much slower needs to be normal.
+pub const SLOW_MODE_SHARE: f64 = 0.25;
 /// A valley splits two modes when the density there is below this
 /// fraction of the lower of the two peaks.
 const VALLEY_RATIO: f64 = 0.5;
@@ -378,6 +389,21 @@ pub fn derive(params: &ModalParams, hist: &FineHist, step: &StepDelta, k: f64) -
         let normal = share >= params.min_share && count >= MIN_MODE_COUNT;
         modes.push((mode, normal));
     }
+    // Recurring slowdowns are not normal however often they recur: a mode
+    // far slower than the usual one (the largest share, the first of
+    // equals) needs a large share.
+    let mut usual = 0;
+    for (i, (m, _)) in modes.iter().enumerate() {
+        if m.share > modes[usual].0.share {
+            usual = i;
+        }
+    }
+    let usual_us = modes[usual].0.centre.exp_m1().max(1.0);
+    for (m, normal) in modes.iter_mut() {
+        if m.centre.exp_m1() > SLOW_MODE_RATIO * usual_us && m.share < SLOW_MODE_SHARE {
+            *normal = false;
+        }
+    }
     if !modes.iter().any(|(_, normal)| *normal) {
         // The largest mode (the first of equals) is always normal.
         let mut best = 0;
@@ -472,6 +498,18 @@ impl Kernel for ModalKernel {
 
     fn judge(&self, m: &ModalModel, value: u64) -> Verdict {
         m.judge(value)
+    }
+
+    fn is_slow(&self, m: &ModalModel, value: u64, mean: f64) -> bool {
+        // Fast means faster than every normal code path: below the median
+        // of the fastest normal mode. A runtime between two paths took
+        // longer than the faster one predicts, so it counts as slow.
+        let u = (value as f64).ln_1p();
+        m.normal
+            .iter()
+            .map(|mode| mode.centre)
+            .min_by(f64::total_cmp)
+            .map_or(value as f64 > mean, |fastest| u > fastest)
     }
 
     fn json(&self, m: &ModalModel) -> serde_json::Value {
@@ -639,6 +677,33 @@ mod tests {
         // the history: anomalous.
         assert_eq!(ranks[0].label(0, 3030).label, Label::Anomaly);
         assert_eq!(ranks[0].label(0, 31).label, Label::Normal);
+    }
+
+    #[test]
+    fn a_recurring_far_slower_mode_stays_anomalous_and_a_second_path_does_not() {
+        let mut seed = 5;
+        let mut d = Modal::with_params(ModalParams::default(), 2);
+        d.ensure_functions(2);
+        let mut ranks: Vec<Box<dyn Detector>> = vec![Box::new(d)];
+        for _ in 0..6 {
+            // Function 0: 8 % of the exchanges 50x slower, every step.
+            let mut rows: Vec<(u32, u64)> = (0..1000)
+                .map(|i| {
+                    let x = normal(&mut seed, 3000.0, 100.0);
+                    (0, if i % 12 == 0 { 50 * x } else { x })
+                })
+                .collect();
+            // Function 1: a second code path, 3x slower, 10 % of calls.
+            rows.extend((0..1000).map(|i| {
+                let x = normal(&mut seed, 200.0, 8.0);
+                (1, if i % 10 == 0 { 3 * x } else { x })
+            }));
+            testing::step(&mut ranks, &[rows]);
+        }
+        assert_eq!(ranks[0].label(0, 150_000).label, Label::Anomaly);
+        assert_eq!(ranks[0].label(0, 3000).label, Label::Normal);
+        assert_eq!(ranks[0].label(1, 600).label, Label::Normal);
+        assert_eq!(ranks[0].label(1, 200).label, Label::Normal);
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub fn root_attributes(
         "modal_min_share": d.modal_min_share,
         "modal_min_spread": d.modal_min_spread,
         "min_count": d.min_count,
+        "direction": d.direction.name(),
         "use_inclusive": opts.use_inclusive,
         "ignore_regex": opts.ignore_regex,
         "ignore_file": opts.ignore_file,

@@ -409,7 +409,7 @@ impl<'a> RankGenerator<'a> {
             }
             if t.rng.uniform() < a.rate {
                 x = x * a.factor + a.add_us;
-                anomalous = true;
+                anomalous |= !a.normal;
             }
         }
         // At least 2 µs per gap so that messages and counters fall strictly

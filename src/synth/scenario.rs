@@ -161,6 +161,11 @@ pub struct AnomalySpec {
     /// Only steps in `[first, last]` (default: all).
     #[serde(default)]
     pub steps: Option<[u64; 2]>,
+    /// A rare variation that is normal behaviour, not an anomaly to find
+    /// (a fast path, an early exit): applied like an anomaly but left out
+    /// of the ground truth, so a detector that flags it loses precision.
+    #[serde(default)]
+    pub normal: bool,
 }
 
 fn unit() -> f64 {

@@ -40,6 +40,8 @@ mod ids;
 mod record;
 mod window;
 
+pub use record::MULTIPLE_HOST_IDS;
+
 use ids::{id_str, parent_str};
 use window::WindowEntry;
 

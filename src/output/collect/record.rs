@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// `gpu_parent.error` of a kernel whose launch's correlation id was never
+/// seen (the reference's message).
+const NO_HOST_ID: &str = "Chimbuko error: Correlation ID of host parent event was not recorded";
+
+/// `gpu_parent.error` of a kernel with more than one correlation id (the
+/// reference's message).
+pub const MULTIPLE_HOST_IDS: &str =
+    "Chimbuko error: Multiple host parent event correlation IDs found, likely due to trace corruption";
+
 impl StreamProvenance {
     pub(super) fn record(&self, ctx: &StepContext<'_>, i: usize, out: &mut CollectionTables) {
         let execs = &ctx.events.executions;
@@ -59,7 +68,13 @@ impl StreamProvenance {
             }
         }
         if e.is_gpu {
-            let host = ctx.events.gpu_partner_of(i);
+            // A kernel with several correlation ids cannot name its launch
+            // for sure (the first id was paired, as a recoverable issue).
+            let host = if ctx.events.correlation_ids_of(e).len() > 1 {
+                Err(MULTIPLE_HOST_IDS)
+            } else {
+                ctx.events.gpu_partner_of(i).ok_or(NO_HOST_ID)
+            };
             let row = self.gpu_parent(ctx, host, rec_index, &mut out.call_stack);
             out.gpu_parent.push(row);
         }
@@ -215,10 +230,12 @@ impl StreamProvenance {
         }
     }
 
+    /// The GPU parent row of a kernel: its host launch (with that launch's
+    /// call stack), or the reference's message for why there is none.
     fn gpu_parent(
         &self,
         ctx: &StepContext<'_>,
-        host: Option<ExecId>,
+        host: Result<ExecId, &str>,
         record: u64,
         call_stack: &mut Vec<CallStackRow>,
     ) -> GpuParentRow {
@@ -231,10 +248,12 @@ impl StreamProvenance {
             call_stack_len: 0,
             error: fixed(""),
         };
-        let Some(host) = host else {
-            row.error =
-                fixed("Chimbuko error: Correlation ID of host parent event was not recorded");
-            return row;
+        let host = match host {
+            Ok(h) => h,
+            Err(why) => {
+                row.error = fixed(why);
+                return row;
+            }
         };
         row.event_id = id_str(&host);
         match ctx.events.find(ctx.step, host) {
