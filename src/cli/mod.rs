@@ -12,12 +12,13 @@ mod run;
 mod settings;
 mod synth;
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use chimbuko_mpi::run::options::Setting;
+use chimbuko_mpi::run::options::{Setting, Source};
 use chimbuko_mpi::run::AlreadyReported;
 use chimbuko_mpi::sys::allocator::{tune_allocator, AllocatorProfile};
 
@@ -59,14 +60,18 @@ pub fn main() -> ExitCode {
     } else {
         AllocatorProfile::Throughput
     });
-    let (argv, effective) = match command_line() {
+    let (argv, effective, sources) = match command_line() {
         Ok(x) => x,
         Err(e) => {
             eprintln!("chimbuko-mpi: error: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let result = match Cli::parse_from(argv).command {
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(c) => c,
+        Err(e) => return bad_command_line(e, &sources),
+    };
+    let result = match cli.command {
         Command::Synth(a) => (*a).run(),
         Command::Dump(a) => dump::run_dump(a),
         Command::Run(a) => chimbuko_mpi::run::run_on_mpi(&a.into_options(effective)),
@@ -84,17 +89,86 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// A command line clap refused. A bad value that came from the
+/// environment or the config file is reported as such (clap would name the
+/// flag the user never typed); anything else is clap's own message.
+fn bad_command_line(e: clap::Error, sources: &BTreeMap<String, Source>) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let long = flag
+        .trim_start_matches("--")
+        .split([' ', '='])
+        .next()
+        .unwrap_or("");
+    let bad_value = matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    );
+    match settings::origin(long, sources) {
+        Some(origin) if bad_value => {
+            let value = match e.get(ContextKind::InvalidValue) {
+                Some(ContextValue::String(v)) => v.clone(),
+                _ => String::new(),
+            };
+            let why = e.to_string();
+            let why = why
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            eprintln!("chimbuko-mpi: error: {origin} = {value:?}: {why}");
+            ExitCode::from(2)
+        }
+        _ => e.exit(),
+    }
+}
+
+/// The command line and, for `run`, each setting's value and source.
+type CommandLine = (Vec<OsString>, Vec<Setting>, BTreeMap<String, Source>);
+
 /// The command line, with `run`'s settings completed from the environment
 /// and the config file, and every effective setting with its source.
-fn command_line() -> anyhow::Result<(Vec<OsString>, Vec<Setting>)> {
+fn command_line() -> anyhow::Result<CommandLine> {
     let argv: Vec<OsString> = std::env::args_os().collect();
     if argv.get(1).map(|a| a == "run") != Some(true) {
-        return Ok((argv, Vec::new()));
+        return Ok((argv, Vec::new(), BTreeMap::new()));
     }
     let env = |k: &str| std::env::var(k).ok();
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    let unknown = settings::unknown_variables(names.iter().map(String::as_str));
+    if !unknown.is_empty() && first_process() {
+        let (verb, what) = if unknown.len() == 1 {
+            ("is", "a setting")
+        } else {
+            ("are", "settings")
+        };
+        eprintln!(
+            "chimbuko-mpi: warning: {} {verb} not {what} and {verb} ignored (settings are CHIMBUKO_<FLAG> for the flags of `run --help`)",
+            unknown.join(", ")
+        );
+    }
     let (rest, sources) = settings::complete_args(&argv[2..], &env)?;
     let eff = settings::effective(&rest, &sources);
     let mut full = argv[..2].to_vec();
     full.extend(rest);
-    Ok((full, eff))
+    Ok((full, eff, sources))
+}
+
+/// Whether this is the first process of an MPI launch (or not under MPI):
+/// warnings given before MPI starts are printed once, not by every rank.
+fn first_process() -> bool {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok())
+    .is_none_or(|r| r.trim() == "0")
 }

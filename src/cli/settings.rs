@@ -21,6 +21,45 @@ use chimbuko_mpi::run::options::{Setting, Source};
 
 use super::run::RunArgs;
 
+/// `CHIMBUKO_*` variables that are not `run` settings: read by the
+/// repository's scripts and tests (the demo's output directory, the
+/// binary and mpirun flags the tests use, the scripts' Python venv).
+const OTHER_VARIABLES: [&str; 5] = [
+    "CHIMBUKO_BIN",
+    "CHIMBUKO_DEMO_OUT",
+    "CHIMBUKO_MPIRUN_FLAGS",
+    "CHIMBUKO_MPI_BIN",
+    "CHIMBUKO_VENV",
+];
+
+/// The `CHIMBUKO_*` variables among `names` that set nothing: a misspelt
+/// setting (`CHIMBUKO_SIGM=3`) would otherwise be ignored silently.
+pub fn unknown_variables<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let known: HashSet<String> = run_command()
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(env_name)
+        .chain(OTHER_VARIABLES.iter().map(|s| s.to_string()))
+        .collect();
+    let mut out: Vec<String> = names
+        .filter(|n| n.starts_with("CHIMBUKO_") && !known.contains(*n))
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Where the value of flag `long` came from, in words, when it was not
+/// typed on the command line: `environment variable CHIMBUKO_SIGMA` or
+/// `config file key sigma` (for error messages about a bad value).
+pub fn origin(long: &str, sources: &BTreeMap<String, Source>) -> Option<String> {
+    match sources.get(long)? {
+        Source::Env => Some(format!("environment variable {}", env_name(long))),
+        Source::File => Some(format!("config file key {long}")),
+        _ => None,
+    }
+}
+
 /// Environment variable of a flag: `--flush-steps` → `CHIMBUKO_FLUSH_STEPS`.
 pub fn env_name(long: &str) -> String {
     format!("CHIMBUKO_{}", long.to_uppercase().replace('-', "_"))
@@ -204,6 +243,22 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn misspelt_variables_are_found_and_known_ones_are_not() {
+        let names = [
+            "CHIMBUKO_SIGM",
+            "CHIMBUKO_SIGMA",
+            "CHIMBUKO_CONFIG",
+            "CHIMBUKO_MPI_BIN",
+            "PATH",
+            "CHIMBUKO_ALGORYTHM",
+        ];
+        assert_eq!(
+            unknown_variables(names.into_iter()),
+            vec!["CHIMBUKO_ALGORYTHM", "CHIMBUKO_SIGM"]
+        );
     }
 
     #[test]

@@ -1,0 +1,59 @@
+//! `run`'s settings from the environment as a job script sets them: a bad
+//! value names the variable it came from, a misspelt `CHIMBUKO_*` variable
+//! is warned about once (not by every rank), and enumerated values are
+//! case-insensitive.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// `run` on 2 AD ranks with `vars` set, on a stream that does not exist
+/// (the run fails fast); returns (exit code, stderr).
+fn run_with(vars: &[(&str, &str)], extra: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c: Command = mpirun(2);
+    c.arg(exe())
+        .args(["run", "--quiet", "--no-provenance", "--open-timeout", "0"])
+        .arg("--input")
+        .arg(dir.path().join("missing-{rank}.bp"))
+        .args(extra);
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_bad_value_from_the_environment_names_the_variable() {
+    let (code, err) = run_with(&[("CHIMBUKO_ALGORITHM", "foo")], &[]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("environment variable CHIMBUKO_ALGORITHM = \"foo\""),
+        "{err}"
+    );
+    assert!(err.contains("modal"), "the valid names are listed: {err}");
+}
+
+#[test]
+fn a_misspelt_variable_is_warned_about_once() {
+    let (_, err) = run_with(&[("CHIMBUKO_SIGM", "3")], &[]);
+    let warnings = err
+        .lines()
+        .filter(|l| l.contains("warning") && l.contains("CHIMBUKO_SIGM"))
+        .count();
+    assert_eq!(warnings, 1, "{err}");
+}
+
+#[test]
+fn enumerated_values_ignore_case() {
+    // The run then fails on the missing stream, not on the values.
+    let (_, err) = run_with(&[("CHIMBUKO_DIRECTION", "BOTH")], &["--algorithm", "SSTD"]);
+    assert!(!err.contains("invalid value"), "{err}");
+    assert!(err.contains("missing-"), "{err}");
+}
