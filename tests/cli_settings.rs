@@ -57,3 +57,39 @@ fn enumerated_values_ignore_case() {
     assert!(!err.contains("invalid value"), "{err}");
     assert!(err.contains("missing-"), "{err}");
 }
+
+#[test]
+fn stats_on_stdout_are_pure_json_lines() {
+    // With `--stats-out -` stdout carries the live statistics alone: the
+    // progress lines and the end-of-run table go to stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    run_ok(Command::new(exe()).args(["synth", "--out"]).arg(&data));
+    let input = std::fs::read_dir(&data)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with("-0.bp"))
+        .expect("a stream of rank 0")
+        .replace("-0.bp", "-{rank}.bp");
+    let out = mpirun(2)
+        .arg(exe())
+        .args(["run", "--no-provenance", "--stats-out", "-", "--input"])
+        .arg(data.join(input))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.lines().count() > 1, "{stdout}");
+    for line in stdout.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "not JSON on stdout: {line:?}"
+        );
+    }
+    assert!(
+        stderr.contains("chimbuko-mpi run:"),
+        "the table is on stderr: {stderr}"
+    );
+}

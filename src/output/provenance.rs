@@ -123,7 +123,7 @@ impl ProvenanceOutput {
             else {
                 continue;
             };
-            let (anomalies, _) = w.collections_mut();
+            let (anomalies, _, _) = w.collections_mut();
             s.record_detached(e, l.verdict, l.exit_step, l.labelled_step, names, anomalies);
         }
     }
@@ -187,8 +187,8 @@ impl LabelConsumer for ProvenanceOutput {
             return;
         };
         let ctx = Self::step_context(s, names, &self.settings.records);
-        let (anomalies, normals) = w.collections_mut();
-        let n = p.collect_step(&ctx, anomalies, normals);
+        let (anomalies, normals, candidates) = w.collections_mut();
+        let n = p.collect_step(&ctx, anomalies, normals, candidates);
         w.steps.push(StepRow {
             pid: s.program,
             rid: s.app_rank,
@@ -231,12 +231,23 @@ impl LabelConsumer for ProvenanceOutput {
     }
 
     fn finish(&mut self, ctx: &RunContext<'_>, end: &RunEnd) -> anyhow::Result<()> {
-        // What was still held at the end, labelled against the final model.
+        // What was still held at the end, labelled against the final model,
+        // and the young-model candidates the final model finds anomalous.
         self.record_late(ctx.names);
+        let relabel = self.settings.final_relabel;
         if let Some(w) = self.writer.as_mut() {
+            if relabel {
+                let found = w.add_found_at_end(ctx.detector);
+                let total = ctx.coll.allreduce_sum(&[found])[0];
+                if total > 0 && ctx.coll.rank() == 0 {
+                    eprintln!(
+                        "run: {total} anomal{} found at the end (judged normal against a young model), in the provenance file",
+                        if total == 1 { "y" } else { "ies" }
+                    );
+                }
+            }
             w.snapshot_models(ctx.coll, end.steps, ctx.detector, ctx.names);
         }
-        let relabel = self.settings.final_relabel;
         self.close(ctx, end, relabel)
     }
 

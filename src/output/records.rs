@@ -828,4 +828,97 @@ impl CollectionTables {
             .iter()
             .map(|r| r.fid)
     }
+
+    /// Appends record `k` of `from` with all its companion rows (call
+    /// stack, counters, window, messages, GPU rows, node state), their
+    /// links renumbered for this collection; returns its row here.
+    pub fn copy_record_from(&mut self, from: &CollectionTables, k: usize) -> usize {
+        let mut r = from.records[k];
+        let at = self.records.len() as u64;
+        /// Copies `len` rows from `start` of `src` to the end of `dst`,
+        /// pointing them at record `at`; returns their new start.
+        fn rows<T: Copy>(
+            dst: &mut Vec<T>,
+            src: &[T],
+            start: u64,
+            len: u32,
+            at: u64,
+            record: fn(&mut T) -> &mut u64,
+        ) -> u64 {
+            let new_start = dst.len() as u64;
+            let lo = (start as usize).min(src.len());
+            let hi = (lo + len as usize).min(src.len());
+            for row in &src[lo..hi] {
+                let mut x = *row;
+                *record(&mut x) = at;
+                dst.push(x);
+            }
+            new_start
+        }
+        let cs_shift = self.call_stack.len() as i64 - r.call_stack_start as i64;
+        r.call_stack_start = rows(
+            &mut self.call_stack,
+            &from.call_stack,
+            r.call_stack_start,
+            r.call_stack_len,
+            at,
+            |x| &mut x.record,
+        );
+        r.counter_events_start = rows(
+            &mut self.counter_events,
+            &from.counter_events,
+            r.counter_events_start,
+            r.counter_events_len,
+            at,
+            |x| &mut x.record,
+        );
+        r.exec_window_start = rows(
+            &mut self.exec_window,
+            &from.exec_window,
+            r.exec_window_start,
+            r.exec_window_len,
+            at,
+            |x| &mut x.record,
+        );
+        r.comm_window_start = rows(
+            &mut self.comm_window,
+            &from.comm_window,
+            r.comm_window_start,
+            r.comm_window_len,
+            at,
+            |x| &mut x.record,
+        );
+        r.gpu_location_start = rows(
+            &mut self.gpu_location,
+            &from.gpu_location,
+            r.gpu_location_start,
+            r.gpu_location_len,
+            at,
+            |x| &mut x.record,
+        );
+        let gp = rows(
+            &mut self.gpu_parent,
+            &from.gpu_parent,
+            r.gpu_parent_start,
+            r.gpu_parent_len,
+            at,
+            |x| &mut x.record,
+        );
+        // A GPU parent's launch call stack lies in the record's call-stack
+        // rows, which moved by the same amount.
+        for x in &mut self.gpu_parent[gp as usize..] {
+            x.call_stack_start = (x.call_stack_start as i64 + cs_shift).max(0) as u64;
+        }
+        r.gpu_parent_start = gp;
+        r.node_state_start = rows(
+            &mut self.node_state,
+            &from.node_state,
+            r.node_state_start,
+            r.node_state_len,
+            at,
+            |x| &mut x.record,
+        );
+        self.records.push(r);
+        at as usize
+    }
 }

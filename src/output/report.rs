@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext};
-use super::summary::{print_summary, write_model, write_summary, RunSummary};
+use super::summary::{summary_text, write_model, write_summary, RunSummary};
 use super::totals::FunctionTotals;
 use super::truth::TruthSet;
 use crate::detect::Label;
@@ -20,6 +20,8 @@ pub struct RunReport {
     top: usize,
     model_out: Option<PathBuf>,
     summary_out: Option<PathBuf>,
+    /// Print the end-of-run table on stderr (stdout carries JSON lines).
+    summary_to_stderr: bool,
 }
 
 impl RunReport {
@@ -37,7 +39,15 @@ impl RunReport {
             top,
             model_out,
             summary_out,
+            summary_to_stderr: false,
         }
+    }
+
+    /// Prints the end-of-run table on stderr instead of stdout (when
+    /// stdout carries the live statistics, `--stats-out -`).
+    pub fn summary_on_stderr(mut self) -> Self {
+        self.summary_to_stderr = true;
+        self
     }
 
     #[inline]
@@ -79,7 +89,13 @@ impl LabelConsumer for RunReport {
         if ctx.coll.rank() != 0 {
             return Ok(());
         }
-        print_summary(summary, &totals, ctx.names, ctx.detector, self.top);
+        let text = summary_text(summary, &totals, ctx.names, ctx.detector, self.top);
+        if self.summary_to_stderr {
+            // stdout carries the live statistics (`--stats-out -`) alone.
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
         if let Some(p) = &self.model_out {
             write_model(p, ctx.names, ctx.detector, &totals)?;
         }

@@ -98,15 +98,17 @@ fn top_functions(totals: &FunctionTotals, top: usize) -> Vec<usize> {
     idx
 }
 
-/// The end-of-run table on rank 0.
-pub fn print_summary(
+/// The end-of-run table that rank 0 prints.
+pub fn summary_text(
     s: &RunSummary,
     totals: &FunctionTotals,
     names: &GlobalNames,
     det: &dyn Detector,
     top: usize,
-) {
-    println!(
+) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let _ = writeln!(text,
         "chimbuko-mpi run: {} AD rank(s), {} stream(s), {} step(s), {} rows, {} executions, {} anomalies ({} in situ, {} pruned at end) in {:.2} s ({:.2} M rows/s)",
         s.ad_ranks,
         s.streams,
@@ -120,7 +122,8 @@ pub fn print_summary(
         s.rows as f64 / s.seconds.max(1e-9) / 1e6
     );
     if let Some(t) = &s.truth {
-        println!(
+        let _ = writeln!(
+            text,
             "ground truth: {} injected; precision {:.4}, recall {:.4} (TP {}, FP {}, FN {})",
             t.injected,
             t.precision,
@@ -130,13 +133,15 @@ pub fn print_summary(
             t.false_negatives
         );
     }
-    println!(
+    let _ = writeln!(
+        text,
         "{:>4} {:>10} {:>9} {:>12} {:>12}  function",
         "prog", "executions", "anomalies", "mean_us", "stddev_us"
     );
     for f in top_functions(totals, top) {
         let m = det.model_json(f as u32);
-        println!(
+        let _ = writeln!(
+            text,
             "{:>4} {:>10} {:>9} {:>12.1} {:>12.1}  {}",
             names.functions.program(f as u32),
             totals.executions[f],
@@ -152,23 +157,27 @@ pub fn print_summary(
         .iter()
         .map(|(n, secs)| format!("{n} {:.3}", secs * 1e3 / steps))
         .collect();
-    println!(
+    let _ = writeln!(
+        text,
         "ms per step (slowest rank): {}; peak RSS {:.0} MB (largest rank)",
         parts.join(", "),
         s.peak_rss_mb
     );
     if s.streams_failed > 0 || s.streams_stalled > 0 {
-        println!(
+        let _ =
+            writeln!(text,
             "streams that failed: {}; stalled: {} (see the `streams` table of the provenance file)",
             s.streams_failed, s.streams_stalled
         );
     }
     if s.open_calls_at_end > 0 || s.event_issues > 0 {
-        println!(
+        let _ = writeln!(
+            text,
             "calls still open at end of stream: {}; event issues: {}",
             s.open_calls_at_end, s.event_issues
         );
     }
+    text
 }
 
 fn functions_json(

@@ -59,6 +59,9 @@ pub struct ProvenanceWriter {
     file: ProvenanceFile,
     /// Records not yet written: `anomalies`, then `normal_execs`.
     pub collections: [CollectionTables; 2],
+    /// Candidate records for the end-of-run re-judgement (never written
+    /// as such: those the final model finds anomalous join `anomalies`).
+    candidates: CollectionTables,
     /// Rows of the `metadata` table not yet written.
     pub metadata: Vec<MetadataRow>,
     /// Rows of the `steps` table not yet written.
@@ -113,6 +116,7 @@ impl ProvenanceWriter {
         Ok(ProvenanceWriter {
             file,
             collections: [CollectionTables::default(), CollectionTables::default()],
+            candidates: CollectionTables::default(),
             metadata: Vec::new(),
             steps: Vec::new(),
             perf: Vec::new(),
@@ -140,10 +144,49 @@ impl ProvenanceWriter {
         self.file.set_attrs(attrs)
     }
 
-    /// Collections to add this step's records to.
-    pub fn collections_mut(&mut self) -> (&mut CollectionTables, &mut CollectionTables) {
+    /// Collections to add this step's records to: anomalies, normal
+    /// samples, and the candidates of the end-of-run re-judgement.
+    pub fn collections_mut(
+        &mut self,
+    ) -> (
+        &mut CollectionTables,
+        &mut CollectionTables,
+        &mut CollectionTables,
+    ) {
         let [a, n] = &mut self.collections;
-        (a, n)
+        (a, n, &mut self.candidates)
+    }
+
+    /// End of run, before the last model snapshots: the candidate records
+    /// (labelled normal while their function's model was young) that the
+    /// final model finds anomalous join the anomalies, with every row they
+    /// were built with, marked as found at the end (`label` normal,
+    /// `final_label` anomaly). Returns how many.
+    pub fn add_found_at_end(&mut self, detector: &dyn Detector) -> u64 {
+        let candidates = std::mem::take(&mut self.candidates);
+        let mut found = 0;
+        for (k, r) in candidates.records.iter().enumerate() {
+            let value = if self.use_inclusive {
+                r.runtime_total
+            } else {
+                r.runtime_exclusive
+            };
+            let v = detector.label(r.fid, value);
+            if v.label != Label::Anomaly {
+                continue;
+            }
+            let at = self.collections[0].copy_record_from(&candidates, k);
+            let rec = &mut self.collections[0].records[at];
+            rec.final_label = label_code(Label::Anomaly);
+            rec.final_score = v.score;
+            found += 1;
+        }
+        found
+    }
+
+    /// Candidate records held for the end of the run (for memory checks).
+    pub fn candidates_held(&self) -> usize {
+        self.candidates.records.len()
     }
 
     /// Ends a step's collection: the functions of its records get one model

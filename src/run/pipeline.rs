@@ -196,12 +196,16 @@ impl<'a> Pipeline<'a> {
             )?;
             outputs.push(Box::new(LiveStatistics::new(stream)));
         }
-        outputs.push(Box::new(RunReport::new(
+        let mut report = RunReport::new(
             truth,
             opts.top,
             opts.model_out.clone(),
             opts.summary_out.clone(),
-        )));
+        );
+        if opts.stats_out.as_deref() == Some("-") {
+            report = report.summary_on_stderr();
+        }
+        outputs.push(Box::new(report));
         let max_stored = if opts.final_relabel {
             opts.max_stored_anomalies
         } else {
@@ -258,6 +262,8 @@ fn provenance_settings(opts: &RunOptions) -> ProvenanceSettings {
             window: opts.window,
             normal_samples: opts.normal_samples,
             min_anomaly_us: opts.min_anomaly_us,
+            end_candidates: opts.final_relabel,
+            use_inclusive: opts.use_inclusive,
         },
     }
 }
@@ -296,5 +302,7 @@ fn print_settings(settings: &[Setting]) {
             s.source.describe()
         ));
     }
-    print!("{text}");
+    // With the other opening lines on stderr: stdout carries only what was
+    // asked for (the live statistics with `--stats-out -`).
+    eprint!("{text}");
 }

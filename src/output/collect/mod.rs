@@ -54,6 +54,11 @@ pub struct ProvenanceOptions {
     pub normal_samples: usize,
     /// Anomalies with a shorter exclusive runtime (µs) are not recorded.
     pub min_anomaly_us: u64,
+    /// Keep candidate records for the end-of-run re-judgement (see
+    /// [`YOUNG_STEPS`]).
+    pub end_candidates: bool,
+    /// Executions are judged on their inclusive runtime (else exclusive).
+    pub use_inclusive: bool,
 }
 
 impl Default for ProvenanceOptions {
@@ -62,9 +67,26 @@ impl Default for ProvenanceOptions {
             window: 5,
             normal_samples: 1,
             min_anomaly_us: 0,
+            end_candidates: false,
+            use_inclusive: false,
         }
     }
 }
+
+/// End-of-run candidates: a function's model is *young* during the first
+/// `YOUNG_STEPS` steps in which it runs on a stream. In those steps the
+/// slowest [`YOUNG_SLOTS`] executions of each function that were labelled
+/// normal get their full record built (call stack, counters, window,
+/// messages, GPU rows) into a side buffer; at the end of the run those the
+/// final model finds anomalous join the anomalies, marked as found at the
+/// end (`label` normal, `final_label` anomaly). The records are built when
+/// the step's context is there, because it is gone at the end.
+pub const YOUNG_STEPS: u32 = 2;
+/// Candidates per function per young step (the slowest).
+pub const YOUNG_SLOTS: usize = 2;
+/// Most candidate records kept per stream over the run (the memory bound:
+/// a record with a window of 5 is a few kB).
+pub const MAX_CANDIDATES_PER_STREAM: usize = 64;
 
 /// Per-stream state carried from step to step.
 #[derive(Debug, Default)]
@@ -87,6 +109,34 @@ pub struct StreamProvenance {
     cand_len: Vec<u32>,
     samples: usize,
     min_anomaly_us: u64,
+    /// End-of-run candidates: whether to keep them, the judged runtime.
+    end_candidates: bool,
+    use_inclusive: bool,
+    /// Steps in which each function ran on this stream so far.
+    steps_with: Vec<u32>,
+    /// Whether each function ran in the current step.
+    seen_now: Vec<bool>,
+    /// This step's candidates: [`YOUNG_SLOTS`] per function, the slowest
+    /// first, `young_len[f]` of them used.
+    young: Vec<YoungCandidate>,
+    young_len: Vec<u32>,
+    /// Candidate records built on this stream so far.
+    young_kept: usize,
+}
+
+/// A candidate for the end-of-run re-judgement.
+#[derive(Debug, Clone, Copy, Default)]
+struct YoungCandidate {
+    value: u64,
+    id: ExecId,
+    index: u32,
+}
+
+impl YoungCandidate {
+    /// Slower first, then lower id (deterministic).
+    fn before(&self, o: &YoungCandidate) -> bool {
+        self.value > o.value || (self.value == o.value && self.id < o.id)
+    }
 }
 
 /// Everything `collect_step` reads.
@@ -145,6 +195,57 @@ impl StreamProvenance {
         self.cand_len.resize(n_functions, 0);
         self.cand
             .resize(n_functions * self.samples, Candidate::default());
+        self.end_candidates = opts.end_candidates;
+        self.use_inclusive = opts.use_inclusive;
+        if self.end_candidates {
+            self.steps_with.resize(n_functions, 0);
+            self.seen_now.clear();
+            self.seen_now.resize(n_functions, false);
+            self.young_len.clear();
+            self.young_len.resize(n_functions, 0);
+            self.young
+                .resize(n_functions * YOUNG_SLOTS, YoungCandidate::default());
+        }
+    }
+
+    /// Notes an execution for the end-of-run candidates: counts the steps
+    /// its function runs in, and keeps it among its function's slowest
+    /// this step when it was labelled normal while the model was young.
+    #[inline]
+    fn offer_young(&mut self, i: usize, e: &Execution, v: Verdict) {
+        let f = e.function as usize;
+        let (Some(seen), Some(steps)) = (self.seen_now.get_mut(f), self.steps_with.get_mut(f))
+        else {
+            return;
+        };
+        if !*seen {
+            *seen = true;
+            *steps += 1;
+        }
+        if *steps > YOUNG_STEPS || v.label != Label::Normal {
+            return;
+        }
+        let c = YoungCandidate {
+            value: if self.use_inclusive {
+                e.inclusive()
+            } else {
+                e.exclusive
+            },
+            id: e.id,
+            index: i as u32,
+        };
+        let list = &mut self.young[f * YOUNG_SLOTS..(f + 1) * YOUNG_SLOTS];
+        let used = self.young_len[f] as usize;
+        if used == YOUNG_SLOTS && !c.before(&list[YOUNG_SLOTS - 1]) {
+            return;
+        }
+        let mut at = used.min(YOUNG_SLOTS - 1);
+        list[at] = c;
+        while at > 0 && list[at].before(&list[at - 1]) {
+            list.swap(at, at - 1);
+            at -= 1;
+        }
+        self.young_len[f] = (used + 1).min(YOUNG_SLOTS) as u32;
     }
 
     /// Notes execution `i` of the step with its verdict: an anomaly to
@@ -153,6 +254,9 @@ impl StreamProvenance {
     /// pass of its own over the step's executions.
     #[inline]
     pub fn offer(&mut self, i: usize, e: &Execution, v: Verdict) {
+        if self.end_candidates {
+            self.offer_young(i, e, v);
+        }
         match v.label {
             Label::Anomaly if e.exclusive >= self.min_anomaly_us => {
                 self.anomalies.push(i as u32);
@@ -193,6 +297,7 @@ impl StreamProvenance {
         ctx: &StepContext<'_>,
         anomalies: &mut CollectionTables,
         normals: &mut CollectionTables,
+        candidates: &mut CollectionTables,
     ) -> u64 {
         let execs = &ctx.events.executions;
         let picked_anomalies = std::mem::take(&mut self.anomalies);
@@ -202,6 +307,20 @@ impl StreamProvenance {
         }
         for &i in &picked_normals {
             self.record(ctx, i as usize, normals);
+        }
+        // End-of-run candidates, in function order (deterministic), those
+        // already recorded as normal samples left out.
+        for f in 0..self.young_len.len() {
+            for k in 0..self.young_len[f] as usize {
+                if self.young_kept >= MAX_CANDIDATES_PER_STREAM {
+                    break;
+                }
+                let i = self.young[f * YOUNG_SLOTS + k].index;
+                if picked_normals.binary_search(&i).is_err() {
+                    self.record(ctx, i as usize, candidates);
+                    self.young_kept += 1;
+                }
+            }
         }
         self.update_node_state(ctx.events);
         let n = picked_anomalies.len() as u64;

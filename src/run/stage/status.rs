@@ -85,7 +85,7 @@ impl Pipeline<'_> {
         let every = st.opts.progress_every;
         if st.coll.rank() == 0 && !st.opts.quiet && every > 0 && step % every == 0 && any_data {
             let secs = st.start.elapsed().as_secs_f64().max(1e-9);
-            println!(
+            let line = format!(
                 "step {step}: {} rows, {} executions, {} anomalies (total {}); {:.2} M rows/s overall",
                 g[field::ROWS],
                 g[field::EXECUTIONS],
@@ -93,6 +93,12 @@ impl Pipeline<'_> {
                 st.anomalies,
                 st.rows as f64 / secs / 1e6
             );
+            // stdout carries only the live statistics with `--stats-out -`.
+            if st.opts.stats_out.as_deref() == Some("-") {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
         }
         Ok(if g[field::ACTIVE_STREAMS] == 0 {
             Next::Finish
