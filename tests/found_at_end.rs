@@ -3,8 +3,8 @@
 //! outlier among fewer than 38 executions) but anomalous against the final
 //! model is written to the `anomalies` collection with its full provenance
 //! (call stack, window), marked as found at the end: `label` normal (its
-//! in-situ label), `final_label` anomaly. The same records for 1 and 2 AD
-//! ranks; none with `--no-final-relabel`.
+//! in-situ label), `final_label` anomaly. The same records for 1, 2 and 4
+//! AD ranks; none with `--no-final-relabel`.
 
 mod common;
 
@@ -99,14 +99,14 @@ fn found_at_end(p: &Provenance) -> Vec<(String, u64, u64, u32, u32)> {
 #[test]
 fn an_outlier_judged_against_a_young_model_is_found_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
-    for rank in 0..2 {
+    for rank in 0..4 {
         write_stream(dir.path(), rank);
     }
     let p1 = run(dir.path(), 1, &[]);
     let found = found_at_end(&p1);
     // One per stream: the 1000 µs call of step 0, with its call stack
     // (itself and main) and its window of neighbours.
-    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found.len(), 4, "{found:?}");
     for (id, step, runtime, stack, window) in &found {
         assert_eq!((*step, *runtime), (0, 1000), "{id}");
         assert!(*stack >= 2, "{id}: call stack of {stack} rows");
@@ -125,8 +125,10 @@ fn an_outlier_judged_against_a_young_model_is_found_at_the_end() {
         }
     }
     // The same records whatever the number of AD ranks.
-    let p2 = run(dir.path(), 2, &[]);
-    assert_eq!(found_at_end(&p2), found);
+    for np in [2, 4] {
+        let p = run(dir.path(), np, &[]);
+        assert_eq!(found_at_end(&p), found, "{np} AD ranks");
+    }
     // Without the end-of-run re-judgement, nothing is found at the end.
     let off = run(dir.path(), 1, &["--no-final-relabel"]);
     assert!(found_at_end(&off).is_empty());
