@@ -86,16 +86,24 @@ fn corrupt_and_foreign_streams_fail_alone() {
     }
     let out = dir.path().join("prov.h5");
     let start = Instant::now();
-    let stdout = run_ok(
-        run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out).args([
-            "--step-timeout",
-            "3",
-            "--open-timeout",
-            "5",
-        ]),
-    );
+    let result = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out)
+        .args(["--step-timeout", "3", "--open-timeout", "5"])
+        .output()
+        .unwrap();
     assert!(start.elapsed() < Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    // The run ends, but says (once) that not every stream was analysed,
+    // and its exit status says so too.
+    assert_eq!(result.status.code(), Some(3), "{stderr}");
     assert!(stdout.contains("streams that failed: "), "{stdout}");
+    assert_eq!(
+        stderr
+            .matches("the others were analysed to their end")
+            .count(),
+        1,
+        "{stderr}"
+    );
     let p = Provenance::load(&out).unwrap();
     assert_eq!(p.attrs["completed"], "1");
     let states = stream_states(&p);
@@ -116,6 +124,53 @@ fn corrupt_and_foreign_streams_fail_alone() {
     }
     // The healthy streams were analysed completely.
     assert_eq!(p.steps.iter().filter(|s| s.rid == 0).count(), 3);
+}
+
+#[test]
+fn a_run_that_reads_no_stream_fails_and_partial_runs_can_exit_0() {
+    // BP5 streams read with the BP4 engine: every stream fails, nothing is
+    // read, and the run exits 1 (it used to end with 0 steps and status 0).
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    synth(&data, &["--steps", "2", "--engine", "BP5"]);
+    let out = dir.path().join("prov.h5");
+    let result = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out)
+        .args([
+            "--engine",
+            "BP4",
+            "--open-timeout",
+            "5",
+            "--step-timeout",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.matches("no stream could be read").count(),
+        1,
+        "{stderr}"
+    );
+    // With one stream broken and --allow-failed-streams: status 0.
+    let good = dir.path().join("good");
+    synth(&good, &["--steps", "2"]);
+    let s1 = good.join("tau-metrics-demo-1.bp");
+    std::fs::remove_dir_all(&s1).unwrap();
+    std::fs::create_dir(&s1).unwrap();
+    for f in ["md.idx", "md.0", "data.0"] {
+        std::fs::write(s1.join(f), b"not ADIOS2").unwrap();
+    }
+    let out2 = dir.path().join("prov2.h5");
+    let mut c = run_cmd(2, &good.join("tau-metrics-demo-{rank}.bp"), &out2);
+    c.args([
+        "--open-timeout",
+        "5",
+        "--step-timeout",
+        "3",
+        "--allow-failed-streams",
+    ]);
+    run_ok(&mut c);
 }
 
 #[test]
@@ -210,8 +265,10 @@ fn stalled_and_killed_writers_end_their_streams_only() {
         for a in &mut apps {
             let _ = a.wait();
         }
-        assert!(
-            result.status.success(),
+        // The run ends; a stalled and a dead stream give exit status 3.
+        assert_eq!(
+            result.status.code(),
+            Some(3),
             "{engine}: {}",
             String::from_utf8_lossy(&result.stderr)
         );

@@ -274,18 +274,22 @@ fn settings_come_from_flags_environment_and_config_file() {
     )
     .unwrap();
     let out = dir.path().join("prov.h5");
-    let stdout = run_ok(
-        mpirun(2)
-            .arg("-x")
-            .arg("CHIMBUKO_WINDOW=3")
-            .arg("-x")
-            .arg("CHIMBUKO_NORMAL_SAMPLES=2")
-            .arg(exe())
-            .args(["run", "--normal-samples", "4", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&out),
-    );
+    let result = mpirun(2)
+        .arg("-x")
+        .arg("CHIMBUKO_WINDOW=3")
+        .arg("-x")
+        .arg("CHIMBUKO_NORMAL_SAMPLES=2")
+        .arg(exe())
+        .args(["run", "--normal-samples", "4", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(result.status.success());
+    // The settings are printed at start, on stderr with the other opening
+    // lines.
+    let stderr = String::from_utf8_lossy(&result.stderr);
     for line in [
         "sigma = 9 (config file)",
         "window = 3 (environment)",
@@ -293,7 +297,7 @@ fn settings_come_from_flags_environment_and_config_file() {
         "flush-steps = 4 (config file)",
         "min-count = 2 (default)",
     ] {
-        assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
+        assert!(stderr.contains(line), "{line:?} not in:\n{stderr}");
     }
     let p = Provenance::load(&out).unwrap();
     let conf: serde_json::Value = serde_json::from_str(&p.attrs["configuration"]).unwrap();

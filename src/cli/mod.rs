@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use chimbuko_mpi::run::options::{Setting, Source};
-use chimbuko_mpi::run::AlreadyReported;
+use chimbuko_mpi::run::{AlreadyReported, ExitStatus};
 use chimbuko_mpi::sys::allocator::{tune_allocator, AllocatorProfile};
 
 #[derive(Parser)]
@@ -82,6 +82,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<AlreadyReported>() => ExitCode::FAILURE,
+        Err(e) if e.is::<ExitStatus>() => {
+            ExitCode::from(e.downcast_ref::<ExitStatus>().map_or(1, |s| s.0))
+        }
         Err(e) => {
             eprintln!("chimbuko-mpi: error: {e:#}");
             ExitCode::FAILURE

@@ -125,6 +125,11 @@ pub struct RunArgs {
     /// Same as `--final-relabel false`.
     #[arg(long)]
     pub no_final_relabel: bool,
+    /// Exit 0 when some streams failed or stalled and the others were
+    /// analysed (by default such a run exits 3; one that read no stream
+    /// at all exits 1 either way).
+    #[arg(long)]
+    pub allow_failed_streams: bool,
     /// Anomalies kept per rank for the end-of-run re-judgement; beyond this
     /// they are final as labelled in situ.
     #[arg(long, default_value_t = 1_000_000)]
@@ -235,6 +240,7 @@ impl RunArgs {
             threshold_file: self.threshold_file,
             max_pending: self.max_pending,
             final_relabel: self.final_relabel && !self.no_final_relabel,
+            allow_failed_streams: self.allow_failed_streams,
             max_stored_anomalies: self.max_stored_anomalies,
             out: self.out,
             no_provenance: self.no_provenance,

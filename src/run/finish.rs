@@ -105,6 +105,18 @@ impl Pipeline<'_> {
             collective_bytes_per_step: CollectiveBytes::per_step(&traffic, st.steps_done),
             collective_calls_per_step: calls_in_steps as f64 / st.steps_done.max(1) as f64,
         };
-        self.outputs.report(&st.context(), &mut summary)
+        let failed = super::StreamsFailed {
+            failed: summary.streams_failed,
+            stalled: summary.streams_stalled,
+            streams: st.all_streams as u64,
+            none_read: summary.rows == 0,
+            with_file: st.provenance.is_some(),
+        };
+        let allowed = st.opts.allow_failed_streams;
+        self.outputs.report(&st.context(), &mut summary)?;
+        if failed.failed + failed.stalled > 0 && (failed.none_read || !allowed) {
+            return Err(failed.into());
+        }
+        Ok(())
     }
 }

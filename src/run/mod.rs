@@ -47,6 +47,13 @@ pub fn run_on_mpi(opts: &RunOptions) -> anyhow::Result<()> {
     });
     let result = run(&coll, opts, sources);
     if let Err(e) = &result {
+        if let Some(f) = e.downcast_ref::<StreamsFailed>() {
+            // The same on every rank: said once.
+            if coll.rank() == 0 {
+                eprintln!("chimbuko-mpi: {f}");
+            }
+            return Err(anyhow::Error::new(ExitStatus(f.exit_code())));
+        }
         // One write per rank, so that mpirun does not interleave the lines of
         // different ranks' messages.
         let msg = format!("chimbuko-mpi: AD rank {}: error: {e:#}\n", coll.rank());
@@ -96,6 +103,75 @@ impl std::fmt::Display for AlreadyReported {
 }
 
 impl std::error::Error for AlreadyReported {}
+
+/// Exit status of a run that ended but did not analyse every stream to its
+/// end, when `--allow-failed-streams` is not given (documented in the
+/// README); a run that could read no stream at all exits 1.
+pub const STREAMS_FAILED_EXIT: u8 = 3;
+
+/// The run ended with streams that failed or stalled (the same on every
+/// rank: the counts are reduced).
+#[derive(Debug)]
+pub struct StreamsFailed {
+    /// Streams that failed.
+    pub failed: u64,
+    /// Streams that stalled.
+    pub stalled: u64,
+    /// Streams of the run.
+    pub streams: u64,
+    /// No stream delivered a row.
+    pub none_read: bool,
+    /// Whether there is a provenance file whose `streams` table says more.
+    pub with_file: bool,
+}
+
+impl StreamsFailed {
+    /// The exit status it gives.
+    pub fn exit_code(&self) -> u8 {
+        if self.none_read {
+            1
+        } else {
+            STREAMS_FAILED_EXIT
+        }
+    }
+}
+
+impl std::fmt::Display for StreamsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let whom = format!(
+            "{} of {} stream(s) failed and {} stalled",
+            self.failed, self.streams, self.stalled
+        );
+        let more = if self.with_file {
+            " (the messages are above and in the `streams` table of the provenance file)"
+        } else {
+            " (the messages are above)"
+        };
+        if self.none_read {
+            write!(f, "error: no stream could be read: {whom}{more}")
+        } else {
+            write!(
+                f,
+                "warning: {whom}{more}; the others were analysed to their end. Exit status {}; --allow-failed-streams exits 0",
+                STREAMS_FAILED_EXIT
+            )
+        }
+    }
+}
+
+impl std::error::Error for StreamsFailed {}
+
+/// An outcome already reported to the user that sets the exit status.
+#[derive(Debug)]
+pub struct ExitStatus(pub u8);
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {} (already reported)", self.0)
+    }
+}
+
+impl std::error::Error for ExitStatus {}
 
 /// Every rank learns every failing rank's message, then all return an error
 /// (collective).

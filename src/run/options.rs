@@ -79,6 +79,9 @@ pub struct RunOptions {
     pub max_pending: usize,
     /// Re-judge the run's anomalies against the final model at the end.
     pub final_relabel: bool,
+    /// Exit 0 when some streams failed or stalled (the others analysed);
+    /// without it such a run exits with [`crate::run::STREAMS_FAILED_EXIT`].
+    pub allow_failed_streams: bool,
     /// Anomalies kept per rank for that re-judgement.
     pub max_stored_anomalies: usize,
 
@@ -147,6 +150,7 @@ impl Default for RunOptions {
             threshold_file: None,
             max_pending: 100_000,
             final_relabel: true,
+            allow_failed_streams: false,
             max_stored_anomalies: 1_000_000,
             out: None,
             no_provenance: false,
