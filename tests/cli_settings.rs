@@ -93,3 +93,22 @@ fn stats_on_stdout_are_pure_json_lines() {
         "the table is on stderr: {stderr}"
     );
 }
+
+#[test]
+fn an_input_in_a_missing_directory_fails_at_once() {
+    // Not after the 60 s open timeout.
+    let start = std::time::Instant::now();
+    let out = mpirun(2)
+        .arg(exe())
+        .args(["run", "--quiet", "--no-provenance", "--input"])
+        .arg("/nonexistent-trace-dir/tau-metrics-app-{rank}.bp")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("directory /nonexistent-trace-dir does not exist"),
+        "{err}"
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+}

@@ -104,8 +104,20 @@ pub fn list_streams(inputs: &TauInputs) -> anyhow::Result<Vec<StreamSpec>> {
         let count = match pick(&inputs.app_ranks, i) {
             Some(c) => c,
             None if inputs.engine.is_file() => {
-                let wait = inputs.open_timeout;
-                count_files_within(pattern, wait)
+                // A directory that does not exist will not fill up: say so
+                // at once instead of after the open timeout (job scripts
+                // create the trace directory before the application
+                // starts).
+                let first = PathBuf::from(pattern.replace("{rank}", "0"));
+                if let Some(dir) = first.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    if !dir.is_dir() {
+                        bail!(
+                            "--input {pattern:?}: directory {} does not exist (if the application creates it, create it before the run)",
+                            dir.display()
+                        );
+                    }
+                }
+                count_files_within(pattern, inputs.open_timeout)
             }
             None => bail!("--app-ranks is required with engine {} (streams appear only when the application starts)", inputs.engine),
         };
