@@ -322,18 +322,9 @@ fn detection(b: &mut Bench) -> anyhow::Result<()> {
             std::fs::write(&sc, text)?;
             let (mut runs, mut found, mut reported, mut correct) = (0, 0, 0, 0);
             for seed in 1..=seeds {
-                let dir = b.work.join("data/ross-quality");
-                let _ = std::fs::remove_dir_all(&dir);
-                let out = Command::new(&b.bin)
-                    .args(["synth", "ross"])
-                    .arg(&sc)
-                    .arg("--out")
-                    .arg(&dir)
-                    .args(["--pes", &pes.to_string(), "--seed", &seed.to_string()])
-                    .output()?;
-                if !out.status.success() {
-                    bail!("synth ross: {}", String::from_utf8_lossy(&out.stderr));
-                }
+                let (pes_arg, seed_arg) = (pes.to_string(), seed.to_string());
+                let extra = ["--pes", pes_arg.as_str(), "--seed", seed_arg.as_str()];
+                let dir = synth_ross(b, "ross-quality", &sc, &extra)?;
                 let truth = std::fs::read_to_string(dir.join("truth-ross.csv"))?;
                 let row: Vec<&str> = truth.lines().nth(1).unwrap_or("").split(',').collect();
                 let from: f64 = row.get(4).and_then(|x| x.parse().ok()).unwrap_or(0.0);
@@ -433,18 +424,9 @@ fn run_wide_detection(b: &mut Bench) -> anyhow::Result<()> {
         for pes in [2u32, 4] {
             let (mut runs, mut found, mut reported, mut correct, mut blamed) = (0, 0, 0, 0, 0);
             for seed in 1..=seeds {
-                let dir = b.work.join("data/ross-run-wide");
-                let _ = std::fs::remove_dir_all(&dir);
-                let out = Command::new(&b.bin)
-                    .args(["synth", "ross"])
-                    .arg(&scenario)
-                    .arg("--out")
-                    .arg(&dir)
-                    .args(["--pes", &pes.to_string(), "--seed", &seed.to_string()])
-                    .output()?;
-                if !out.status.success() {
-                    bail!("synth ross: {}", String::from_utf8_lossy(&out.stderr));
-                }
+                let (pes_arg, seed_arg) = (pes.to_string(), seed.to_string());
+                let extra = ["--pes", pes_arg.as_str(), "--seed", seed_arg.as_str()];
+                let dir = synth_ross(b, "ross-run-wide", &scenario, &extra)?;
                 let r = ross(b, 1, &dir, &["--algorithm", algorithm])?;
                 runs += 1;
                 blamed += r.summary["anomalies"].as_array().map_or(0, Vec::len);

@@ -165,13 +165,5 @@ fn command_line() -> anyhow::Result<CommandLine> {
 /// Whether this is the first process of an MPI launch (or not under MPI):
 /// warnings given before MPI starts are printed once, not by every rank.
 fn first_process() -> bool {
-    [
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok())
-    .is_none_or(|r| r.trim() == "0")
+    chimbuko_mpi::util::launcher::rank_from_env().is_none_or(|r| r == 0)
 }

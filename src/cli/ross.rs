@@ -207,34 +207,38 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
 /// A live finding as one JSON line of `--live-out`: what, where, and when
 /// its flush landed and when it was found.
 fn live_line(l: &LiveAnomaly) -> serde_json::Value {
-    let mut v = match &l.finding {
-        LiveFinding::Peer(x) => serde_json::json!({
-            "kind": x.entity.kind(),
-            "pe": x.entity.pe(),
-            "entity": format!("{:?}", x.entity),
-            "signal": x.signal.name(),
-            "gvt_from": x.span.gvt_from,
-            "gvt_to": x.span.gvt_to,
-            "real_from": x.span.real_from,
-            "real_to": x.span.real_to,
-            "score": x.score,
-        }),
-        LiveFinding::RunWide(x) => serde_json::json!({
-            "kind": "run",
-            "pe": x.caused_by_pe,
-            "entity": "whole run",
-            "signal": x.signal.name(),
-            "gvt_from": x.span.gvt_from,
-            "gvt_to": x.span.gvt_to,
-            "real_from": x.span.real_from,
-            "real_to": x.span.real_to,
-            "score": x.score,
-        }),
+    let (kind, pe, entity, signal, span, score) = match &l.finding {
+        LiveFinding::Peer(x) => (
+            x.entity.kind(),
+            Some(x.entity.pe()),
+            format!("{:?}", x.entity),
+            x.signal,
+            x.span,
+            x.score,
+        ),
+        LiveFinding::RunWide(x) => (
+            "run",
+            x.caused_by_pe,
+            "whole run".to_string(),
+            x.signal,
+            x.span,
+            x.score,
+        ),
     };
-    v["landed_at"] = serde_json::json!(l.landed_at);
-    v["found_at"] = serde_json::json!(l.found_at);
-    v["latency_s"] = serde_json::json!(l.found_at - l.landed_at);
-    v
+    serde_json::json!({
+        "kind": kind,
+        "pe": pe,
+        "entity": entity,
+        "signal": signal.name(),
+        "gvt_from": span.gvt_from,
+        "gvt_to": span.gvt_to,
+        "real_from": span.real_from,
+        "real_to": span.real_to,
+        "score": score,
+        "landed_at": l.landed_at,
+        "found_at": l.found_at,
+        "latency_s": l.found_at - l.landed_at,
+    })
 }
 
 /// The line printed for a live finding.

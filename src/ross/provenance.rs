@@ -46,15 +46,7 @@ pub fn tables(f: &Findings) -> RossTables {
         (r.score, r.value, r.peer_median) = (a.score, a.value, a.peer_median);
         r.caused_by_pe = cause.map_or(-1, i64::from);
         r.caused_by_lp = hotspot_cause(a, &f.hotspots, &homes).map_or(-1, i64::from);
-        r.evidence_start = t.evidence.len() as u64;
-        for (i, v) in a.context.1.iter().enumerate() {
-            t.evidence.push(EvidenceRow {
-                anomaly: id,
-                interval: (a.context.0 + i) as u64,
-                value: *v,
-            });
-        }
-        r.evidence_len = a.context.1.len() as u64;
+        (r.evidence_start, r.evidence_len) = push_evidence(&mut t.evidence, id, &a.context);
         t.anomalies.push(r);
     };
     for (a, c) in &f.gvt_anomalies {
@@ -100,15 +92,8 @@ fn run_wide_rows(t: &mut RossTables, f: &Findings) {
         (r.excess, r.share_of_run) = (a.excess, a.share);
         r.caused_by_pe = a.caused_by_pe.map_or(-1, i64::from);
         r.caused_by_lp = a.caused_by_lp.map_or(-1, i64::from);
-        r.evidence_start = t.run_wide_evidence.len() as u64;
-        for (i, v) in a.context.1.iter().enumerate() {
-            t.run_wide_evidence.push(EvidenceRow {
-                anomaly: id,
-                interval: (a.context.0 + i) as u64,
-                value: *v,
-            });
-        }
-        r.evidence_len = a.context.1.len() as u64;
+        (r.evidence_start, r.evidence_len) =
+            push_evidence(&mut t.run_wide_evidence, id, &a.context);
         t.run_wide.push(r);
     }
     for p in &f.run_wide.points {
@@ -121,6 +106,18 @@ fn run_wide_rows(t: &mut RossTables, f: &Findings) {
             p.anomalous,
         ));
     }
+}
+
+/// Appends the evidence rows of anomaly `id` (its values from interval
+/// `context.0` on); returns their first row and count.
+fn push_evidence(rows: &mut Vec<EvidenceRow>, id: u64, context: &(usize, Vec<f64>)) -> (u64, u64) {
+    let start = rows.len() as u64;
+    rows.extend(context.1.iter().enumerate().map(|(i, v)| EvidenceRow {
+        anomaly: id,
+        interval: (context.0 + i) as u64,
+        value: *v,
+    }));
+    (start, context.1.len() as u64)
 }
 
 fn push_hotspot(t: &mut RossTables, h: &HotspotLp, homes: &BTreeMap<u32, (u32, u32)>) {

@@ -216,17 +216,6 @@ pub fn write_truth(path: &Path, rows: &[TruthRow]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn rank_from_env() -> Option<u64> {
-    [
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse().ok())
-}
-
 /// `synth --mpi`: one stream per rank of this program's communicator.
 fn run_mpi(a: &SynthOptions, mut sc: Scenario) -> anyhow::Result<()> {
     let coll = crate::collectives::Collectives::init()?;
@@ -282,7 +271,7 @@ pub fn run(a: SynthOptions) -> anyhow::Result<()> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let only = match (a.only_rank, a.rank_from_env) {
         (Some(r), _) => Some(r),
-        (None, true) => Some(rank_from_env().context(
+        (None, true) => Some(crate::util::launcher::rank_from_env().context(
             "--rank-from-env: none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID is set",
         )?),
         (None, false) => None,
