@@ -70,6 +70,7 @@ pub mod collectives;
 pub mod detect;
 pub mod dump;
 pub mod events;
+pub mod model;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod output;

@@ -1,0 +1,595 @@
+//! Training a model from a table: forward selection of functions by
+//! held-out adjusted R², in three profiles.
+//!
+//! - `eiger-2013` reproduces the algorithm that produced Eiger's golden
+//!   models (reference §2), including its flaws: one pool shared by all
+//!   folds (a function chosen by an earlier fold is missing from later
+//!   ones), the kept model is the fold with the best test R², and its
+//!   weights are that fold's training fit. 4 shuffled folds by default.
+//! - `eiger-2016` is Eiger's last version: no cross-validation by default
+//!   (train = test = all rows), the extended pool with quotients, and a
+//!   function that overflows gives 0.
+//! - `default`, the project's own: a fresh pool per fold; each candidate is
+//!   scored by its mean held-out adjusted R² over the folds, so one
+//!   selection is made from all of them; the chosen terms are refitted on
+//!   all rows; each weight's standard error is reported; functions that
+//!   are not finite on the rows are left out instead of failing or
+//!   counting as 0. 5 seeded folds by default (none below 10 rows).
+//!
+//! `docs/models.md` says why the default differs.
+
+use nalgebra::{DMatrix, DVector};
+
+use crate::model::folds::{CrossValidation, Fold};
+use crate::model::function::{pool, Function, PoolFamilies, PoolOrder};
+use crate::model::kmeans::kmeans;
+use crate::model::lstsq;
+use crate::model::model::{adjusted, r_squared, ClusterModel, Model, Term, TrainingInfo};
+use crate::model::pca::{column_mean_std, rotation};
+use crate::model::table::{Table, TableError};
+
+/// A training algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Eiger as of 2013 (the golden models).
+    Eiger2013,
+    /// Eiger as of 2016 (v4.0).
+    Eiger2016,
+    /// The project's default.
+    Default,
+}
+
+impl Profile {
+    /// The profile's name on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Eiger2013 => "eiger-2013",
+            Profile::Eiger2016 => "eiger-2016",
+            Profile::Default => "default",
+        }
+    }
+
+    /// The profile of a name (case-insensitive).
+    pub fn parse(s: &str) -> Result<Profile, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "eiger-2013" | "eiger2013" => Ok(Profile::Eiger2013),
+            "eiger-2016" | "eiger2016" => Ok(Profile::Eiger2016),
+            "default" => Ok(Profile::Default),
+            _ => Err(format!(
+                "unknown profile {s:?} (eiger-2013, eiger-2016, default)"
+            )),
+        }
+    }
+
+    fn pool_order(self) -> PoolOrder {
+        match self {
+            Profile::Eiger2013 => PoolOrder::Eiger2013,
+            Profile::Eiger2016 => PoolOrder::Eiger2016,
+            Profile::Default => PoolOrder::Default,
+        }
+    }
+
+    /// The threshold when none is given: Eiger's 0 (add a term while the
+    /// held-out score improves at all); the default profile asks for a
+    /// gain of 0.001 so that noise does not buy terms.
+    pub fn default_threshold(self) -> f64 {
+        match self {
+            Profile::Default => 1e-3,
+            _ => 0.0,
+        }
+    }
+
+    /// The cross-validation when none is given.
+    pub fn default_cross_validation(self, rows: usize, seed: u64) -> CrossValidation {
+        match self {
+            Profile::Eiger2013 if rows >= 4 => CrossValidation::KFold { k: 4, seed },
+            Profile::Default if rows >= 10 => CrossValidation::KFold { k: 5, seed },
+            _ => CrossValidation::None,
+        }
+    }
+}
+
+/// What to train.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    /// The modelled column.
+    pub target: String,
+    /// The input columns; `None`: every column but the target and the id
+    /// columns.
+    pub predictors: Option<Vec<String>>,
+    /// Columns that identify rows and are never inputs unless named.
+    pub id_columns: Vec<String>,
+    /// The algorithm.
+    pub profile: Profile,
+    /// Minimum gain in held-out adjusted R² for one more term (`None`: the
+    /// profile's default).
+    pub threshold: Option<f64>,
+    /// Number of k-means clusters, each with its own model.
+    pub clusters: usize,
+    /// Cross-validation (`None`: the profile's default).
+    pub cross_validation: Option<CrossValidation>,
+    /// Seed of the folds and the clusters.
+    pub seed: u64,
+    /// Families of the pool.
+    pub families: PoolFamilies,
+}
+
+impl TrainOptions {
+    /// Options for a target with everything else at its default.
+    pub fn new(target: &str, profile: Profile) -> TrainOptions {
+        TrainOptions {
+            target: target.to_owned(),
+            predictors: None,
+            id_columns: vec!["trial_id".into(), "id".into()],
+            profile,
+            threshold: None,
+            clusters: 1,
+            cross_validation: None,
+            seed: 0,
+            families: PoolFamilies::default(),
+        }
+    }
+}
+
+/// What one fold's selection found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldReport {
+    /// Cluster.
+    pub cluster: usize,
+    /// Fold.
+    pub fold: usize,
+    /// Functions in the order chosen.
+    pub functions: Vec<Function>,
+    /// Test R² of the fold's final selection.
+    pub r2: f64,
+    /// Test adjusted R².
+    pub adjusted_r2: f64,
+}
+
+/// A trained model and how it was chosen.
+#[derive(Debug, Clone)]
+pub struct Trained {
+    /// The model.
+    pub model: Model,
+    /// Each fold's selection (Eiger's profiles) or the shared selection
+    /// (default profile, fold = usize::MAX).
+    pub folds: Vec<FoldReport>,
+}
+
+/// Trains a model on a table.
+pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> {
+    let (names, xcols, ycol) = resolve_columns(table, opts)?;
+    let n = table.rows.len();
+    if n < 2 {
+        return Err(table.error(None, None, format!("{n} rows: a model needs at least 2")));
+    }
+    for (name, &c) in names.iter().zip(&xcols) {
+        let first = table.rows[0][c];
+        if table.rows.iter().all(|r| r[c] == first) {
+            return Err(table.error(
+                None,
+                Some(name),
+                format!(
+                    "constant column (every row is {first}): a singular design; leave it out of the predictors"
+                ),
+            ));
+        }
+    }
+    let x: Vec<Vec<f64>> = table
+        .rows
+        .iter()
+        .map(|r| xcols.iter().map(|&c| r[c]).collect())
+        .collect();
+    let y: Vec<f64> = table.rows.iter().map(|r| r[ycol]).collect();
+    let m = names.len();
+    let rot = rotation(&x, m);
+    let p = rot[0].len();
+    let xr: Vec<Vec<f64>> = x
+        .iter()
+        .map(|row| {
+            (0..p)
+                .map(|c| row.iter().zip(&rot).map(|(v, r)| v * r[c]).sum())
+                .collect()
+        })
+        .collect();
+    let (means, stds) = column_mean_std(&xr, p);
+    if opts.clusters == 0 || opts.clusters > n {
+        return Err(table.error(
+            None,
+            None,
+            format!("{} clusters for {n} rows", opts.clusters),
+        ));
+    }
+    let z: Vec<Vec<f64>> = xr
+        .iter()
+        .map(|row| {
+            row.iter()
+                .zip(&means)
+                .zip(&stds)
+                .map(|((v, m), s)| (v - m) / s)
+                .collect()
+        })
+        .collect();
+    let clusters = kmeans(&z, opts.clusters, opts.seed);
+    let threshold = opts.threshold.unwrap_or(opts.profile.default_threshold());
+    let functions = pool(p, opts.profile.pool_order(), opts.families);
+    let mut blocks = Vec::new();
+    let mut reports = Vec::new();
+    let mut summary = (f64::NAN, f64::NAN, None);
+    let mut cv_text = String::new();
+    for (c, centre) in clusters.centres.iter().enumerate() {
+        let rows: Vec<usize> = (0..n).filter(|&r| clusters.assignment[r] == c).collect();
+        let data = ClusterData {
+            xr: rows.iter().map(|&r| xr[r].clone()).collect(),
+            y: rows.iter().map(|&r| y[r]).collect(),
+            lines: rows.iter().map(|&r| table.line_of(r)).collect(),
+        };
+        let cv = opts
+            .cross_validation
+            .clone()
+            .unwrap_or_else(|| opts.profile.default_cross_validation(rows.len(), opts.seed));
+        cv_text = describe_cv(&cv);
+        let folds = cv
+            .folds(rows.len())
+            .map_err(|why| table.error(None, None, format!("cluster {c}: {why}")))?;
+        let candidates = usable_functions(&data, &functions, opts.profile, table)?;
+        let (terms, fold_reports, stats) = match opts.profile {
+            Profile::Eiger2013 | Profile::Eiger2016 => {
+                eiger_selection(&data, &candidates, &folds, threshold, c)
+            }
+            Profile::Default => default_selection(&data, &candidates, &folds, threshold, c),
+        };
+        if c == 0 {
+            summary = stats;
+        }
+        reports.extend(fold_reports);
+        blocks.push(ClusterModel {
+            centre: centre.clone(),
+            terms,
+        });
+    }
+    let model = Model {
+        metrics: names,
+        target: Some(opts.target.clone()),
+        means,
+        stds,
+        rotation: rot,
+        clusters: blocks,
+        training: Some(TrainingInfo {
+            profile: opts.profile.name().into(),
+            threshold,
+            cross_validation: cv_text,
+            rows: n,
+            r2: summary.0,
+            adjusted_r2: summary.1,
+            cv_adjusted_r2: summary.2,
+            table: table.source.clone(),
+        }),
+    };
+    Ok(Trained {
+        model,
+        folds: reports,
+    })
+}
+
+/// The rows of one cluster.
+struct ClusterData {
+    xr: Vec<Vec<f64>>,
+    y: Vec<f64>,
+    lines: Vec<Option<usize>>,
+}
+
+fn describe_cv(cv: &CrossValidation) -> String {
+    match cv {
+        CrossValidation::None => "none".into(),
+        CrossValidation::KFold { k, seed } => format!("kfold({k}, seed {seed})"),
+        CrossValidation::TestRows(r) => format!("test-rows({})", r.len()),
+    }
+}
+
+/// The predictor names, their columns, and the target's column.
+fn resolve_columns(
+    table: &Table,
+    opts: &TrainOptions,
+) -> Result<(Vec<String>, Vec<usize>, usize), TableError> {
+    if table.rows.is_empty() {
+        return Err(table.error(None, None, "empty table: no rows to train on"));
+    }
+    let ycol = table.column_index(&opts.target)?;
+    let names: Vec<String> = match &opts.predictors {
+        Some(list) => list.clone(),
+        None => table
+            .columns
+            .iter()
+            .filter(|c| **c != opts.target && !opts.id_columns.iter().any(|i| i == *c))
+            .cloned()
+            .collect(),
+    };
+    if names.is_empty() {
+        return Err(table.error(
+            None,
+            None,
+            "no predictor columns: the table has only the target",
+        ));
+    }
+    if names.iter().any(|n| *n == opts.target) {
+        return Err(table.error(
+            None,
+            Some(&opts.target),
+            "the target cannot also be a predictor",
+        ));
+    }
+    let cols = names
+        .iter()
+        .map(|n| table.column_index(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((names, cols, ycol))
+}
+
+/// The pool functions usable on the cluster's rows, under the profile's
+/// rule for values that are not finite: `eiger-2013` fails (Eiger raised),
+/// `eiger-2016` keeps them (they evaluate as 0), the default drops them.
+fn usable_functions(
+    data: &ClusterData,
+    functions: &[Function],
+    profile: Profile,
+    table: &Table,
+) -> Result<Vec<Function>, TableError> {
+    let mut out = Vec::new();
+    for f in functions {
+        let bad = data.xr.iter().position(|x| !f.eval(x).is_finite());
+        match (bad, profile) {
+            (None, _) | (Some(_), Profile::Eiger2016) => out.push(*f),
+            (Some(r), Profile::Eiger2013) => {
+                return Err(table.error(
+                    data.lines[r],
+                    None,
+                    format!("function {f} overflows on this row (eiger-2013 stops, as Eiger did; eiger-2016 would count it as 0)"),
+                ))
+            }
+            (Some(_), Profile::Default) => {}
+        }
+    }
+    Ok(out)
+}
+
+/// A function's value, with Eiger 2016's overflow rule (non-finite → 0).
+fn value(f: &Function, x: &[f64]) -> f64 {
+    let v = f.eval(x);
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// The design matrix of `functions` on `rows`.
+fn design(data: &ClusterData, rows: &[usize], functions: &[Function]) -> DMatrix<f64> {
+    DMatrix::from_fn(rows.len(), functions.len(), |r, c| {
+        value(&functions[c], &data.xr[rows[r]])
+    })
+}
+
+/// Fits `functions` on the fold's train rows and scores them on its test
+/// rows: (weights, R², adjusted R²); NaN scores when the fit fails.
+fn fit_and_score(data: &ClusterData, fold: &Fold, functions: &[Function]) -> (Vec<f64>, f64, f64) {
+    let a = design(data, &fold.train, functions);
+    let b = DVector::from_iterator(fold.train.len(), fold.train.iter().map(|&r| data.y[r]));
+    let Some(sol) = lstsq::solve(&a, &b) else {
+        return (vec![f64::NAN; functions.len()], f64::NAN, f64::NAN);
+    };
+    let t = design(data, &fold.test, functions);
+    let pred = &t * DVector::from_column_slice(&sol.weights);
+    let actual: Vec<f64> = fold.test.iter().map(|&r| data.y[r]).collect();
+    let r2 = r_squared(&actual, pred.as_slice());
+    let adj = adjusted(r2, fold.test.len(), functions.len());
+    (sol.weights, r2, adj)
+}
+
+/// The index of the first strict maximum (NaN never wins).
+fn first_max(scores: &[f64]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, s) in scores.iter().enumerate() {
+        if s.is_nan() {
+            continue;
+        }
+        if best.is_none_or(|b| *s > scores[b]) {
+            best = Some(i);
+        }
+    }
+    best
+}
+
+type Selection = (Vec<Term>, Vec<FoldReport>, (f64, f64, Option<f64>));
+
+/// Eiger's selection: per fold, forward selection from the shared pool;
+/// the fold with the best test R² wins.
+fn eiger_selection(
+    data: &ClusterData,
+    functions: &[Function],
+    folds: &[Fold],
+    threshold: f64,
+    cluster: usize,
+) -> Selection {
+    // One pool for all folds, as Eiger's code had it (see the module doc).
+    let mut available: Vec<Function> = functions.to_vec();
+    let mut best: Option<(f64, f64, Vec<Term>)> = None;
+    let mut reports = Vec::new();
+    for (k, fold) in folds.iter().enumerate() {
+        let mut chosen: Vec<Function> = Vec::new();
+        let mut weights = Vec::new();
+        let (mut r2, mut best_adj) = (0.0, f64::NEG_INFINITY);
+        while !available.is_empty() {
+            let results: Vec<(Vec<f64>, f64, f64)> = available
+                .iter()
+                .map(|f| {
+                    let mut fs = chosen.clone();
+                    fs.push(*f);
+                    fit_and_score(data, fold, &fs)
+                })
+                .collect();
+            let adjs: Vec<f64> = results.iter().map(|r| r.2).collect();
+            let Some(i) = first_max(&adjs) else { break };
+            if adjs[i] - best_adj > threshold {
+                chosen.push(available.remove(i));
+                weights = results[i].0.clone();
+                r2 = results[i].1;
+                best_adj = adjs[i];
+            } else {
+                break;
+            }
+        }
+        reports.push(FoldReport {
+            cluster,
+            fold: k,
+            functions: chosen.clone(),
+            r2,
+            adjusted_r2: best_adj,
+        });
+        let terms: Vec<Term> = chosen
+            .iter()
+            .zip(&weights)
+            .map(|(f, w)| Term {
+                function: *f,
+                weight: *w,
+                stderr: None,
+            })
+            .collect();
+        if best.as_ref().is_none_or(|b| r2 > b.0) {
+            best = Some((r2, best_adj, terms));
+        }
+    }
+    let (r2, adj, terms) = best.unwrap_or((0.0, f64::NAN, Vec::new()));
+    (terms, reports, (r2, adj, None))
+}
+
+/// The default selection: candidates scored by their mean held-out
+/// adjusted R² over all folds, then a refit on all rows.
+fn default_selection(
+    data: &ClusterData,
+    functions: &[Function],
+    folds: &[Fold],
+    threshold: f64,
+    cluster: usize,
+) -> Selection {
+    let mut available: Vec<Function> = functions.to_vec();
+    let mut chosen: Vec<Function> = Vec::new();
+    let mut best = f64::NEG_INFINITY;
+    while !available.is_empty() {
+        let scores: Vec<f64> = available
+            .iter()
+            .map(|f| {
+                let mut fs = chosen.clone();
+                fs.push(*f);
+                let sum: f64 = folds
+                    .iter()
+                    .map(|fold| fit_and_score(data, fold, &fs).2)
+                    .sum();
+                sum / folds.len() as f64
+            })
+            .collect();
+        let Some(i) = first_max(&scores) else { break };
+        if scores[i] - best > threshold {
+            chosen.push(available.remove(i));
+            best = scores[i];
+        } else {
+            break;
+        }
+    }
+    let all: Vec<usize> = (0..data.y.len()).collect();
+    let fold = Fold {
+        train: all.clone(),
+        test: all,
+    };
+    let a = design(data, &fold.train, &chosen);
+    let b = DVector::from_column_slice(&data.y);
+    let sol = lstsq::solve(&a, &b);
+    let (_, r2, adj) = if chosen.is_empty() {
+        (Vec::new(), 0.0, f64::NAN)
+    } else {
+        fit_and_score(data, &fold, &chosen)
+    };
+    let terms = match sol {
+        Some(s) => chosen
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Term {
+                function: *f,
+                weight: s.weights[i],
+                stderr: Some(s.stderr[i]),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let report = FoldReport {
+        cluster,
+        fold: usize::MAX,
+        functions: chosen,
+        r2,
+        adjusted_r2: adj,
+    };
+    let cv = if best.is_finite() { Some(best) } else { None };
+    (terms, vec![report], (r2, adj, cv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(f: impl Fn(f64) -> f64) -> Table {
+        let mut t = Table::new(vec!["n".into(), "t".into()], "synthetic");
+        for i in 1..=40 {
+            let n = i as f64 * 10.0;
+            t.rows.push(vec![n, f(n)]);
+            t.lines.push(i + 1);
+        }
+        t
+    }
+
+    #[test]
+    fn default_profile_recovers_a_known_law() {
+        // t = 3 + 0.5 n + 0.01 n²: the constant, n and n² with their weights.
+        let t = table(|n| 3.0 + 0.5 * n + 0.01 * n * n);
+        let mut opts = TrainOptions::new("t", Profile::Default);
+        opts.threshold = Some(0.0);
+        let tr = train(&t, &opts).unwrap();
+        let terms = &tr.model.clusters[0].terms;
+        let mut enc: Vec<String> = terms.iter().map(|t| t.function.encode()).collect();
+        enc.sort();
+        assert_eq!(enc, ["0", "1 0 1", "1 0 2"]);
+        for t in terms {
+            let want = match t.function.encode().as_str() {
+                "0" => 3.0,
+                "1 0 1" => 0.5,
+                _ => 0.01,
+            };
+            assert!((t.weight - want).abs() < 1e-9 * want.max(1.0), "{t:?}");
+        }
+        let info = tr.model.training.unwrap();
+        assert!(info.r2 > 0.999999);
+    }
+
+    #[test]
+    fn constant_and_missing_columns_are_refused() {
+        let mut t = table(|n| n);
+        t.columns.push("c".into());
+        for r in &mut t.rows {
+            r.push(5.0);
+        }
+        let e = train(&t, &TrainOptions::new("t", Profile::Default)).unwrap_err();
+        assert!(
+            e.to_string().contains("column \"c\"") && e.to_string().contains("constant"),
+            "{e}"
+        );
+        let e = train(&t, &TrainOptions::new("nope", Profile::Default)).unwrap_err();
+        assert!(e.to_string().contains("nope"), "{e}");
+        let empty = Table::new(vec!["a".into(), "t".into()], "e.csv");
+        assert!(train(&empty, &TrainOptions::new("t", Profile::Default)).is_err());
+    }
+
+    #[test]
+    fn first_max_skips_nan_and_keeps_the_first_tie() {
+        assert_eq!(first_max(&[f64::NAN, 1.0, 2.0, 2.0]), Some(2));
+        assert_eq!(first_max(&[f64::NAN]), None);
+    }
+}
