@@ -21,11 +21,13 @@
 //! differs from Eiger's.
 
 pub mod describe;
+pub mod features;
 pub mod folds;
 pub mod format;
 pub mod function;
 pub mod input;
 pub mod kmeans;
+pub mod library;
 pub mod lstsq;
 #[allow(clippy::module_inception)]
 pub mod model;

@@ -64,6 +64,9 @@ pub struct Model {
     pub metrics: Vec<String>,
     /// The modelled metric, when known (Eiger's text format does not say).
     pub target: Option<String>,
+    /// The traced function the model is of, for models trained from a
+    /// provenance file (JSON form only).
+    pub function: Option<String>,
     /// Means of the rotated inputs over the training rows (empty in
     /// Eiger's legacy format).
     pub means: Vec<f64>,

@@ -251,6 +251,7 @@ pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> 
     let model = Model {
         metrics: names,
         target: Some(opts.target.clone()),
+        function: None,
         means,
         stds,
         rotation: rot,

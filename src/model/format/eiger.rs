@@ -201,6 +201,7 @@ pub fn parse(text: &str, file: &str) -> Result<Model, ModelFileError> {
     Ok(Model {
         metrics,
         target: None,
+        function: None,
         means,
         stds,
         rotation,
@@ -238,6 +239,7 @@ pub fn parse_legacy(text: &str, file: &str) -> Result<Model, ModelFileError> {
     Ok(Model {
         metrics,
         target: None,
+        function: None,
         means: Vec::new(),
         stds: Vec::new(),
         rotation,

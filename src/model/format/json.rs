@@ -36,6 +36,8 @@ struct JsonModel {
     version: u32,
     #[serde(default)]
     target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    function: Option<String>,
     metrics: Vec<String>,
     #[serde(default)]
     means: Vec<f64>,
@@ -71,6 +73,7 @@ pub fn write(model: &Model) -> String {
         format: FORMAT.into(),
         version: 1,
         target: model.target.clone(),
+        function: model.function.clone(),
         metrics: model.metrics.clone(),
         means: model.means.clone(),
         stds: model.stds.clone(),
@@ -133,6 +136,7 @@ pub fn parse(text: &str, file: &str) -> Result<Model, ModelFileError> {
     Ok(Model {
         metrics: doc.metrics,
         target: doc.target,
+        function: doc.function,
         means: doc.means,
         stds: doc.stds,
         rotation: doc.rotation,
