@@ -5,23 +5,10 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context};
 use plotters::prelude::*;
-use plotters::style::{register_font, FontStyle};
-
-const FONTS: [&str; 2] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-];
 
 /// Makes the font known to plotters (once per process).
 pub fn init_font() -> anyhow::Result<()> {
-    let path = FONTS
-        .iter()
-        .find(|p| Path::new(p).exists())
-        .ok_or_else(|| anyhow!("no DejaVu Sans font (install fonts-dejavu-core)"))?;
-    let bytes: &'static [u8] = Box::leak(std::fs::read(path)?.into_boxed_slice());
-    register_font("sans-serif", FontStyle::Normal, bytes)
-        .map_err(|_| anyhow!("cannot load font {path}"))?;
-    Ok(())
+    chimbuko_mpi::model::plot::register_system_font().map_err(|e| anyhow!(e))
 }
 
 const PALETTE: [RGBColor; 6] = [

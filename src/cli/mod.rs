@@ -7,6 +7,7 @@
 
 mod dump;
 mod inspect;
+mod model;
 mod ross;
 mod run;
 mod settings;
@@ -50,6 +51,10 @@ enum Command {
     /// Find what slowed a ROSS simulation from its instrumentation files:
     /// slow, rolling-back or hot PEs, KPs and LPs, when, and at what cost.
     Ross(ross::RossArgs),
+    /// Performance models (Eiger-compatible): train a metric as a sum of
+    /// simple functions of its inputs, test, show and convert models, and
+    /// model functions from a run's samples or across runs.
+    Model(model::ModelArgs),
 }
 
 /// Parses the command line and runs the subcommand.
@@ -78,6 +83,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(a) => inspect::run_inspect(a),
         Command::Export(a) => inspect::run_export(a),
         Command::Ross(a) => ross::run_ross(a),
+        Command::Model(a) => model::run_model(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,6 +15,9 @@
 //! - [`model`]: a trained model, its evaluation and Eiger's statistics;
 //! - [`format`]: Eiger's text format (current and legacy) and JSON;
 //! - [`describe`]: the formula in words;
+//! - [`features`]: the features of an execution, by name;
+//! - [`library`]: per-function model sets for the model detector;
+//! - [`plot`]: predicted against actual, as a PNG;
 //! - [`pyfmt`]: numbers written as Python and C write them.
 //!
 //! `docs/models.md` explains the algorithm and why the default profile
@@ -32,6 +35,7 @@ pub mod lstsq;
 #[allow(clippy::module_inception)]
 pub mod model;
 pub mod pca;
+pub mod plot;
 pub mod pyfmt;
 pub mod table;
 pub mod train;

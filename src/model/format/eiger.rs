@@ -137,7 +137,16 @@ fn functions(lines: &mut Lines, k: usize) -> Result<Vec<Function>, ModelFileErro
     (0..k)
         .map(|i| {
             let (n, l) = lines.next(&format!("function {} of {k}", i + 1))?;
-            Function::decode(l).map_err(|m| lines.error(Some(n), m))
+            Function::decode(l).map_err(|m| {
+                // A bad last line is most often a file cut mid-line.
+                let last = lines.peek().is_none();
+                let hint = if last {
+                    " (the file ends here: cut short?)"
+                } else {
+                    ""
+                };
+                lines.error(Some(n), format!("{m}{hint}"))
+            })
         })
         .collect()
 }
