@@ -70,9 +70,9 @@ pub mod collectives;
 pub mod detect;
 pub mod dump;
 pub mod events;
-pub mod model;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod model;
 pub mod output;
 pub mod ross;
 pub mod run;

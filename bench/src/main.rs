@@ -12,6 +12,7 @@ mod collectives;
 mod harness;
 mod latency;
 mod memory;
+mod model;
 mod plot;
 mod quality;
 mod reader;
@@ -27,8 +28,9 @@ use clap::Parser;
 
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
-    collectives::collectives, latency::latency, memory::memory, quality::quality, reader::reader,
-    reduction::reduction, ross::ross_section, throughput::throughput,
+    collectives::collectives, latency::latency, memory::memory, model::model_section,
+    quality::quality, reader::reader, reduction::reduction, ross::ross_section,
+    throughput::throughput,
 };
 
 #[derive(Parser)]
@@ -47,7 +49,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (reader, throughput, latency, collectives,
-    /// memory, reduction, quality, ross); default all.
+    /// memory, reduction, quality, ross, model); default all.
     #[arg(long)]
     only: Vec<String>,
 }
@@ -71,7 +73,7 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 8] = [
+    let sections: [(&str, Section); 9] = [
         ("reader", reader),
         ("throughput", throughput),
         ("latency", latency),
@@ -80,6 +82,7 @@ fn main() -> anyhow::Result<()> {
         ("reduction", reduction),
         ("quality", quality),
         ("ross", ross_section),
+        ("model", model_section),
     ];
     for (name, run) in sections {
         if want(name) {

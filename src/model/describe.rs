@@ -12,7 +12,7 @@ pub fn short_number(v: f64) -> String {
     let a = v.abs();
     if a != 0.0 && !(1e-2..1e4).contains(&a) {
         let s = format!("{a:.2e}");
-        s.replace("e-0", "e-").replace("e0", "e0")
+        s.replace("e-0", "e-")
     } else if a == 0.0 {
         "0".into()
     } else {

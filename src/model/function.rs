@@ -157,16 +157,20 @@ impl Function {
             Function::Constant => "1".into(),
             Function::Power { i, n } => {
                 let x = name(i);
-                match n {
-                    v if v == 1.0 => x,
-                    v if v == 2.0 => format!("{x}²"),
-                    v if v == 3.0 => format!("{x}³"),
-                    v if v == 0.5 => format!("√{x}"),
-                    v if v == -1.0 => format!("1/{x}"),
-                    v if v == -2.0 => format!("1/{x}²"),
-                    v if v == -0.5 => format!("1/√{x}"),
-                    v => format!("{x}^{}", exponent_text(v)),
-                }
+                let named = [
+                    (1.0, x.clone()),
+                    (2.0, format!("{x}²")),
+                    (3.0, format!("{x}³")),
+                    (0.5, format!("√{x}")),
+                    (-1.0, format!("1/{x}")),
+                    (-2.0, format!("1/{x}²")),
+                    (-0.5, format!("1/√{x}")),
+                ];
+                named
+                    .into_iter()
+                    .find(|(e, _)| *e == n)
+                    .map(|(_, s)| s)
+                    .unwrap_or_else(|| format!("{x}^{}", exponent_text(n)))
             }
             Function::Product { i, j } if i == j => format!("{}²", name(i)),
             Function::Product { i, j } => format!("{}·{}", name(i), name(j)),

@@ -313,7 +313,7 @@ fn resolve_columns(
             "no predictor columns: the table has only the target",
         ));
     }
-    if names.iter().any(|n| *n == opts.target) {
+    if names.contains(&opts.target) {
         return Err(table.error(
             None,
             Some(&opts.target),
@@ -364,27 +364,91 @@ fn value(f: &Function, x: &[f64]) -> f64 {
     }
 }
 
-/// The design matrix of `functions` on `rows`.
-fn design(data: &ClusterData, rows: &[usize], functions: &[Function]) -> DMatrix<f64> {
-    DMatrix::from_fn(rows.len(), functions.len(), |r, c| {
-        value(&functions[c], &data.xr[rows[r]])
-    })
+/// The values of the candidate functions on a cluster's rows, one column
+/// per function. Every fit of the selection reads its columns from here:
+/// computed once for all candidates when that fits in memory (up to 16 M
+/// values, 128 MB), else once per request.
+struct Columns<'a> {
+    data: &'a ClusterData,
+    functions: Vec<Function>,
+    cached: Vec<Vec<f64>>,
 }
 
-/// Fits `functions` on the fold's train rows and scores them on its test
+/// Values kept for all candidates at most (× 8 bytes).
+const CACHE_VALUES: usize = 16 << 20;
+
+impl<'a> Columns<'a> {
+    fn new(data: &'a ClusterData, functions: &[Function]) -> Columns<'a> {
+        let cached = if data.y.len().saturating_mul(functions.len()) <= CACHE_VALUES {
+            functions.iter().map(|f| Self::compute(data, f)).collect()
+        } else {
+            Vec::new()
+        };
+        Columns {
+            data,
+            functions: functions.to_vec(),
+            cached,
+        }
+    }
+
+    fn compute(data: &ClusterData, f: &Function) -> Vec<f64> {
+        data.xr.iter().map(|x| value(f, x)).collect()
+    }
+
+    /// The column of candidate `i`.
+    fn get(&self, i: usize) -> std::borrow::Cow<'_, [f64]> {
+        match self.cached.get(i) {
+            Some(c) => std::borrow::Cow::Borrowed(c),
+            None => std::borrow::Cow::Owned(Self::compute(self.data, &self.functions[i])),
+        }
+    }
+}
+
+/// The design matrix of `columns` on `rows`.
+fn design(columns: &[&[f64]], rows: &[usize]) -> DMatrix<f64> {
+    DMatrix::from_fn(rows.len(), columns.len(), |r, c| columns[c][rows[r]])
+}
+
+/// Fits `columns` on the fold's train rows and scores them on its test
 /// rows: (weights, R², adjusted R²); NaN scores when the fit fails.
-fn fit_and_score(data: &ClusterData, fold: &Fold, functions: &[Function]) -> (Vec<f64>, f64, f64) {
-    let a = design(data, &fold.train, functions);
-    let b = DVector::from_iterator(fold.train.len(), fold.train.iter().map(|&r| data.y[r]));
+fn fit_and_score(y: &[f64], fold: &Fold, columns: &[&[f64]]) -> (Vec<f64>, f64, f64) {
+    let a = design(columns, &fold.train);
+    let b = DVector::from_iterator(fold.train.len(), fold.train.iter().map(|&r| y[r]));
     let Some(sol) = lstsq::solve(&a, &b) else {
-        return (vec![f64::NAN; functions.len()], f64::NAN, f64::NAN);
+        return (vec![f64::NAN; columns.len()], f64::NAN, f64::NAN);
     };
-    let t = design(data, &fold.test, functions);
+    let t = design(columns, &fold.test);
     let pred = &t * DVector::from_column_slice(&sol.weights);
-    let actual: Vec<f64> = fold.test.iter().map(|&r| data.y[r]).collect();
+    let actual: Vec<f64> = fold.test.iter().map(|&r| y[r]).collect();
     let r2 = r_squared(&actual, pred.as_slice());
-    let adj = adjusted(r2, fold.test.len(), functions.len());
+    let adj = adjusted(r2, fold.test.len(), columns.len());
     (sol.weights, r2, adj)
+}
+
+/// Scores of every available candidate added to the chosen columns, on
+/// each fold: `score(fold results)` per candidate.
+fn score_candidates<T>(
+    columns: &Columns,
+    chosen: &[usize],
+    available: &[usize],
+    folds: &[Fold],
+    mut score: impl FnMut(Vec<(Vec<f64>, f64, f64)>) -> T,
+) -> Vec<T> {
+    let kept: Vec<std::borrow::Cow<[f64]>> = chosen.iter().map(|&i| columns.get(i)).collect();
+    available
+        .iter()
+        .map(|&f| {
+            let candidate = columns.get(f);
+            let mut cols: Vec<&[f64]> = kept.iter().map(|c| c.as_ref()).collect();
+            cols.push(candidate.as_ref());
+            score(
+                folds
+                    .iter()
+                    .map(|fold| fit_and_score(&columns.data.y, fold, &cols))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// The index of the first strict maximum (NaN never wins).
@@ -413,33 +477,35 @@ fn eiger_selection(
     cluster: usize,
 ) -> Selection {
     // One pool for all folds, as Eiger's code had it (see the module doc).
-    let mut available: Vec<Function> = functions.to_vec();
+    let columns = Columns::new(data, functions);
+    let mut available: Vec<usize> = (0..functions.len()).collect();
     let mut best: Option<(f64, f64, Vec<Term>)> = None;
     let mut reports = Vec::new();
     for (k, fold) in folds.iter().enumerate() {
-        let mut chosen: Vec<Function> = Vec::new();
+        let mut chosen: Vec<usize> = Vec::new();
         let mut weights = Vec::new();
         let (mut r2, mut best_adj) = (0.0, f64::NEG_INFINITY);
         while !available.is_empty() {
-            let results: Vec<(Vec<f64>, f64, f64)> = available
-                .iter()
-                .map(|f| {
-                    let mut fs = chosen.clone();
-                    fs.push(*f);
-                    fit_and_score(data, fold, &fs)
-                })
-                .collect();
+            let mut results = score_candidates(
+                &columns,
+                &chosen,
+                &available,
+                std::slice::from_ref(fold),
+                |mut r| r.remove(0),
+            );
             let adjs: Vec<f64> = results.iter().map(|r| r.2).collect();
             let Some(i) = first_max(&adjs) else { break };
             if adjs[i] - best_adj > threshold {
                 chosen.push(available.remove(i));
-                weights = results[i].0.clone();
-                r2 = results[i].1;
+                let (w, r, _) = results.swap_remove(i);
+                weights = w;
+                r2 = r;
                 best_adj = adjs[i];
             } else {
                 break;
             }
         }
+        let chosen: Vec<Function> = chosen.iter().map(|&i| functions[i]).collect();
         reports.push(FoldReport {
             cluster,
             fold: k,
@@ -473,22 +539,14 @@ fn default_selection(
     threshold: f64,
     cluster: usize,
 ) -> Selection {
-    let mut available: Vec<Function> = functions.to_vec();
-    let mut chosen: Vec<Function> = Vec::new();
+    let columns = Columns::new(data, functions);
+    let mut available: Vec<usize> = (0..functions.len()).collect();
+    let mut chosen: Vec<usize> = Vec::new();
     let mut best = f64::NEG_INFINITY;
     while !available.is_empty() {
-        let scores: Vec<f64> = available
-            .iter()
-            .map(|f| {
-                let mut fs = chosen.clone();
-                fs.push(*f);
-                let sum: f64 = folds
-                    .iter()
-                    .map(|fold| fit_and_score(data, fold, &fs).2)
-                    .sum();
-                sum / folds.len() as f64
-            })
-            .collect();
+        let scores = score_candidates(&columns, &chosen, &available, folds, |r| {
+            r.iter().map(|x| x.2).sum::<f64>() / r.len() as f64
+        });
         let Some(i) = first_max(&scores) else { break };
         if scores[i] - best > threshold {
             chosen.push(available.remove(i));
@@ -497,19 +555,20 @@ fn default_selection(
             break;
         }
     }
+    // The refit on all rows gives the weights, their errors and the R².
     let all: Vec<usize> = (0..data.y.len()).collect();
-    let fold = Fold {
-        train: all.clone(),
-        test: all,
+    let kept: Vec<std::borrow::Cow<[f64]>> = chosen.iter().map(|&i| columns.get(i)).collect();
+    let cols: Vec<&[f64]> = kept.iter().map(|c| c.as_ref()).collect();
+    let sol = lstsq::solve(&design(&cols, &all), &DVector::from_column_slice(&data.y));
+    let (r2, adj) = match &sol {
+        Some(s) if !chosen.is_empty() => {
+            let pred = design(&cols, &all) * DVector::from_column_slice(&s.weights);
+            let r2 = r_squared(&data.y, pred.as_slice());
+            (r2, adjusted(r2, all.len(), chosen.len()))
+        }
+        _ => (0.0, f64::NAN),
     };
-    let a = design(data, &fold.train, &chosen);
-    let b = DVector::from_column_slice(&data.y);
-    let sol = lstsq::solve(&a, &b);
-    let (_, r2, adj) = if chosen.is_empty() {
-        (Vec::new(), 0.0, f64::NAN)
-    } else {
-        fit_and_score(data, &fold, &chosen)
-    };
+    let chosen: Vec<Function> = chosen.iter().map(|&i| functions[i]).collect();
     let terms = match sol {
         Some(s) => chosen
             .iter()

@@ -100,7 +100,7 @@ pub fn parse_array(text: &str) -> Result<(Vec<usize>, Vec<f64>), String> {
         return Err("unbalanced parentheses (cut short?)".into());
     }
     let values: Vec<f64> = body
-        .split(|c| c == ',' || c == '(' || c == ')')
+        .split([',', '(', ')'])
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| {
