@@ -10,6 +10,7 @@
 //! - [`lstsq`]: least squares by SVD, with the weights' uncertainty;
 //! - [`kmeans`]: seeded k-means for `--clusters`;
 //! - [`folds`]: the cross-validation splits;
+//! - [`fit`]: the fits inside a selection (candidate columns, scores);
 //! - [`train`]: forward selection and the three profiles (`eiger-2013`,
 //!   `eiger-2016`, and the project's default);
 //! - [`model`]: a trained model, its evaluation and Eiger's statistics;
@@ -25,6 +26,7 @@
 
 pub mod describe;
 pub mod features;
+pub mod fit;
 pub mod folds;
 pub mod format;
 pub mod function;

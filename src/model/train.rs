@@ -18,8 +18,9 @@
 //!
 //! `docs/models.md` says why the default differs.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
+use crate::model::fit::{design, first_max, score_candidates, ClusterData, Columns};
 use crate::model::folds::{CrossValidation, Fold};
 use crate::model::function::{pool, Function, PoolFamilies, PoolOrder};
 use crate::model::kmeans::kmeans;
@@ -273,13 +274,6 @@ pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> 
     })
 }
 
-/// The rows of one cluster.
-struct ClusterData {
-    xr: Vec<Vec<f64>>,
-    y: Vec<f64>,
-    lines: Vec<Option<usize>>,
-}
-
 fn describe_cv(cv: &CrossValidation) -> String {
     match cv {
         CrossValidation::None => "none".into(),
@@ -352,117 +346,6 @@ fn usable_functions(
         }
     }
     Ok(out)
-}
-
-/// A function's value, with Eiger 2016's overflow rule (non-finite → 0).
-fn value(f: &Function, x: &[f64]) -> f64 {
-    let v = f.eval(x);
-    if v.is_finite() {
-        v
-    } else {
-        0.0
-    }
-}
-
-/// The values of the candidate functions on a cluster's rows, one column
-/// per function. Every fit of the selection reads its columns from here:
-/// computed once for all candidates when that fits in memory (up to 16 M
-/// values, 128 MB), else once per request.
-struct Columns<'a> {
-    data: &'a ClusterData,
-    functions: Vec<Function>,
-    cached: Vec<Vec<f64>>,
-}
-
-/// Values kept for all candidates at most (× 8 bytes).
-const CACHE_VALUES: usize = 16 << 20;
-
-impl<'a> Columns<'a> {
-    fn new(data: &'a ClusterData, functions: &[Function]) -> Columns<'a> {
-        let cached = if data.y.len().saturating_mul(functions.len()) <= CACHE_VALUES {
-            functions.iter().map(|f| Self::compute(data, f)).collect()
-        } else {
-            Vec::new()
-        };
-        Columns {
-            data,
-            functions: functions.to_vec(),
-            cached,
-        }
-    }
-
-    fn compute(data: &ClusterData, f: &Function) -> Vec<f64> {
-        data.xr.iter().map(|x| value(f, x)).collect()
-    }
-
-    /// The column of candidate `i`.
-    fn get(&self, i: usize) -> std::borrow::Cow<'_, [f64]> {
-        match self.cached.get(i) {
-            Some(c) => std::borrow::Cow::Borrowed(c),
-            None => std::borrow::Cow::Owned(Self::compute(self.data, &self.functions[i])),
-        }
-    }
-}
-
-/// The design matrix of `columns` on `rows`.
-fn design(columns: &[&[f64]], rows: &[usize]) -> DMatrix<f64> {
-    DMatrix::from_fn(rows.len(), columns.len(), |r, c| columns[c][rows[r]])
-}
-
-/// Fits `columns` on the fold's train rows and scores them on its test
-/// rows: (weights, R², adjusted R²); NaN scores when the fit fails.
-fn fit_and_score(y: &[f64], fold: &Fold, columns: &[&[f64]]) -> (Vec<f64>, f64, f64) {
-    let a = design(columns, &fold.train);
-    let b = DVector::from_iterator(fold.train.len(), fold.train.iter().map(|&r| y[r]));
-    let Some(sol) = lstsq::solve(&a, &b) else {
-        return (vec![f64::NAN; columns.len()], f64::NAN, f64::NAN);
-    };
-    let t = design(columns, &fold.test);
-    let pred = &t * DVector::from_column_slice(&sol.weights);
-    let actual: Vec<f64> = fold.test.iter().map(|&r| y[r]).collect();
-    let r2 = r_squared(&actual, pred.as_slice());
-    let adj = adjusted(r2, fold.test.len(), columns.len());
-    (sol.weights, r2, adj)
-}
-
-/// Scores of every available candidate added to the chosen columns, on
-/// each fold: `score(fold results)` per candidate.
-fn score_candidates<T>(
-    columns: &Columns,
-    chosen: &[usize],
-    available: &[usize],
-    folds: &[Fold],
-    mut score: impl FnMut(Vec<(Vec<f64>, f64, f64)>) -> T,
-) -> Vec<T> {
-    let kept: Vec<std::borrow::Cow<[f64]>> = chosen.iter().map(|&i| columns.get(i)).collect();
-    available
-        .iter()
-        .map(|&f| {
-            let candidate = columns.get(f);
-            let mut cols: Vec<&[f64]> = kept.iter().map(|c| c.as_ref()).collect();
-            cols.push(candidate.as_ref());
-            score(
-                folds
-                    .iter()
-                    .map(|fold| fit_and_score(&columns.data.y, fold, &cols))
-                    .collect(),
-            )
-        })
-        .collect()
-}
-
-/// The index of the first strict maximum (NaN never wins).
-fn first_max(scores: &[f64]) -> Option<usize> {
-    let mut best: Option<usize> = None;
-    for (i, s) in scores.iter().enumerate() {
-        if s.is_nan() {
-            continue;
-        }
-        if best.is_none_or(|b| *s > scores[b]) {
-            best = Some(i);
-        }
-    }
-    best
 }
 
 type Selection = (Vec<Term>, Vec<FoldReport>, (f64, f64, Option<f64>));
