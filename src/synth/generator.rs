@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use super::law::{self, CallInputs};
 use super::rng::Rng;
 use super::scenario::{CommKind, Partner, Scenario};
 use crate::trace::format::*;
@@ -48,8 +49,10 @@ struct Compiled {
     root: usize,
     wrappers: Vec<usize>,
     counter_names: Vec<String>,
-    /// Per function: (global counter index, spec index) pairs.
+    /// Per function: the global index of each of its counters, in spec order.
     counters: Vec<Vec<usize>>,
+    /// Per function: which of its counters its `runtime_law` reads.
+    law_counter: Vec<Option<usize>>,
 }
 
 impl Compiled {
@@ -94,6 +97,7 @@ impl Compiled {
             wrappers: sc.wrappers.iter().map(|w| idx[w.as_str()]).collect(),
             counter_names,
             counters,
+            law_counter: sc.functions.iter().map(law::law_counter).collect(),
         }
     }
 }
@@ -109,6 +113,9 @@ struct Frame {
     next_child: usize,
     anomalous: bool,
     wrapper: bool,
+    /// Value of the `runtime_law` counter, drawn at entry because the self
+    /// time depends on it, written at exit like every counter sample.
+    law_counter: Option<u64>,
 }
 
 /// A function event about to be emitted.
@@ -340,10 +347,11 @@ impl<'a> RankGenerator<'a> {
         let f = p.func;
         let is_wrapper = self.threads[ti].stack.len() < self.c.wrappers.len();
         let nchildren = self.c.children[f].len() as u64;
+        let inputs = law::draw_inputs(&self.sc.functions[f], &mut self.threads[ti].rng);
         let (self_time, anomalous) = if is_wrapper {
             (2 * (nchildren + 1), false)
         } else {
-            self.draw_self_time(ti, f, nchildren)
+            self.draw_self_time(ti, f, nchildren, inputs)
         };
         let chunk = self_time / (nchildren + 1);
         let last_chunk = self_time - chunk * nchildren;
@@ -362,8 +370,9 @@ impl<'a> RankGenerator<'a> {
                 ET_RECV
             };
             let ts = p.ts + (1 + k as u64).min(chunk.saturating_sub(1)).max(1);
+            let bytes = m.bytes.unwrap_or(inputs.bytes);
             rows.comms
-                .push([0, rank, thread, et, m.tag, partner, m.bytes, ts]);
+                .push([0, rank, thread, et, m.tag, partner, bytes, ts]);
         }
         let t = &mut self.threads[ti];
         t.stack.push(Frame {
@@ -375,15 +384,28 @@ impl<'a> RankGenerator<'a> {
             next_child: 0,
             anomalous,
             wrapper: is_wrapper,
+            law_counter: inputs.counter,
         });
         self.schedule_after_entry(ti);
     }
 
-    /// Self time of a new execution of `f`, possibly an injected anomaly.
-    fn draw_self_time(&mut self, ti: usize, f: usize, nchildren: u64) -> (u64, bool) {
+    /// Self time of a new execution of `f` with `inputs`, possibly an
+    /// injected anomaly.
+    fn draw_self_time(
+        &mut self,
+        ti: usize,
+        f: usize,
+        nchildren: u64,
+        inputs: CallInputs,
+    ) -> (u64, bool) {
         let spec = &self.sc.functions[f];
         let t = &mut self.threads[ti];
-        let mut x = t.rng.sample(&spec.runtime);
+        let mut x = match (&spec.runtime_law, &spec.runtime) {
+            (Some(l), _) => law::sample(l, inputs, &mut t.rng),
+            (None, Some(d)) => t.rng.sample(d),
+            // Refused by validation; a zero self time is raised to the floor.
+            (None, None) => 0.0,
+        };
         if spec.drift_per_step != 0.0 {
             x *= (1.0 + spec.drift_per_step * self.step as f64).max(0.0);
         }
@@ -404,6 +426,7 @@ impl<'a> RankGenerator<'a> {
                 || a.threads.as_ref().is_some_and(|r| !r.contains(&t.thread))
                 || a.steps
                     .is_some_and(|[lo, hi]| self.step < lo || self.step > hi)
+                || !law::in_ranges(a, inputs)
             {
                 continue;
             }
@@ -471,18 +494,16 @@ impl<'a> RankGenerator<'a> {
         for k in 0..nc {
             let ci = self.c.counters[frame.func][k];
             let local = self.define_counter(ci, attrs);
-            let v = self.threads[ti]
-                .rng
-                .sample(&self.sc.functions[frame.func].counters[k].value);
+            let v = match frame.law_counter {
+                Some(v) if self.c.law_counter[frame.func] == Some(k) => v,
+                _ => law::as_count(
+                    self.threads[ti]
+                        .rng
+                        .sample(&self.sc.functions[frame.func].counters[k].value),
+                ),
+            };
             let back = (frame.last_chunk / 2).max(1);
-            rows.counters.push([
-                0,
-                rank,
-                thread,
-                local,
-                v.round().max(0.0) as u64,
-                p.ts - back,
-            ]);
+            rows.counters.push([0, rank, thread, local, v, p.ts - back]);
         }
         if frame.anomalous {
             self.truth.push(TruthRow {

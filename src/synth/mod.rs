@@ -1,8 +1,9 @@
 //! `chimbuko-mpi synth`: synthetic TAU-format traces with known anomalies.
 //!
 //! A scenario (TOML, see `scenarios/`) describes ranks, threads, steps, the
-//! call tree with per-function runtime distributions, messages, counters and
-//! injected anomalies. For each rank we write one stream
+//! call tree with per-function runtime distributions or runtime laws (self
+//! time as a function of message size or a counter, [`law`]), messages,
+//! counters and injected anomalies. For each rank we write one stream
 //! `<out>/<prefix>-<binary>-<rank>.bp` with the real ADIOS2 library, laid out
 //! as TAU writes it, plus the ground truth `<out>/truth-<binary>.csv` listing
 //! every injected anomalous execution.
@@ -11,9 +12,12 @@
 //! instead, with their own scenario format and ground truth.
 
 pub mod generator;
+pub mod law;
 pub mod rng;
 pub mod ross;
 pub mod scenario;
+#[cfg(test)]
+mod tests;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

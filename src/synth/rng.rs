@@ -81,19 +81,37 @@ impl Rng {
             Dist::Normal { mean, std } => mean + std * self.normal(),
             Dist::Lognormal { median, sigma } => median * (sigma * self.normal()).exp(),
             Dist::Multimodal { modes } => {
-                let total: f64 = modes.iter().map(|m| m.weight).sum();
-                let mut u = self.uniform() * total;
-                let mut pick = &modes[modes.len() - 1];
-                for m in modes {
-                    if u < m.weight {
-                        pick = m;
-                        break;
-                    }
-                    u -= m.weight;
-                }
+                let pick = &modes[self.weighted(modes.iter().map(|m| m.weight))];
                 pick.mean + pick.std * self.normal()
             }
+            Dist::LognormalModes { modes } => {
+                let pick = &modes[self.weighted(modes.iter().map(|m| m.weight))];
+                pick.median * (pick.sigma * self.normal()).exp()
+            }
+            Dist::Choice { values, weights } => {
+                let i = match weights {
+                    Some(w) => self.weighted(w.iter().copied()),
+                    None => self.below(values.len() as u64) as usize,
+                };
+                values[i]
+            }
         }
+    }
+
+    /// Index of a weighted pick (weights > 0, at least one): one uniform
+    /// draw, the last index if rounding leaves the draw past the total.
+    fn weighted(&mut self, weights: impl Iterator<Item = f64> + Clone) -> usize {
+        let total: f64 = weights.clone().sum();
+        let mut u = self.uniform() * total;
+        let mut last = 0;
+        for (i, w) in weights.enumerate() {
+            if u < w {
+                return i;
+            }
+            u -= w;
+            last = i;
+        }
+        last
     }
 
     /// Fisher–Yates shuffle.
@@ -125,5 +143,44 @@ mod tests {
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
         assert!(mean.abs() < 0.01, "mean {mean}");
         assert!((var - 1.0).abs() < 0.02, "var {var}");
+    }
+
+    #[test]
+    fn choice_and_lognormal_modes_pick_by_weight() {
+        let mut r = Rng::new(&[11]);
+        let n = 100_000;
+        let choice = Dist::Choice {
+            values: vec![64.0, 1e6],
+            weights: Some(vec![9.0, 1.0]),
+        };
+        let big = (0..n)
+            .map(|_| r.sample(&choice))
+            .inspect(|x| assert!(*x == 64.0 || *x == 1e6))
+            .filter(|x| *x == 1e6)
+            .count();
+        assert!((big as f64 / n as f64 - 0.1).abs() < 0.005, "{big}");
+        let equal = Dist::Choice {
+            values: vec![1.0, 2.0, 3.0, 4.0],
+            weights: None,
+        };
+        let ones = (0..n).filter(|_| r.sample(&equal) == 1.0).count();
+        assert!((ones as f64 / n as f64 - 0.25).abs() < 0.01, "{ones}");
+        let modes = Dist::LognormalModes {
+            modes: vec![
+                crate::synth::scenario::LogMode {
+                    weight: 93.0,
+                    median: 2048.0,
+                    sigma: 1.0,
+                },
+                crate::synth::scenario::LogMode {
+                    weight: 7.0,
+                    median: 1048576.0,
+                    sigma: 0.4,
+                },
+            ],
+        };
+        // The modes are apart by 2^9: above 2^17, nearly only the large one.
+        let large = (0..n).filter(|_| r.sample(&modes) > 131072.0).count();
+        assert!((large as f64 / n as f64 - 0.07).abs() < 0.005, "{large}");
     }
 }

@@ -1,6 +1,8 @@
 //! Scenario files (TOML) describing a synthetic TAU-traced application.
 //!
-//! See `scenarios/demo.toml` for an annotated example.
+//! See `scenarios/demo.toml` for an annotated example, and
+//! `scenarios/modelled.toml` for runtime laws (self time as a function of
+//! message size or of a counter; checked and evaluated in [`super::law`]).
 
 use std::collections::HashMap;
 
@@ -38,6 +40,35 @@ pub enum Dist {
         /// The modes (at least one).
         modes: Vec<Mode>,
     },
+    /// `dist = "lognormal_modes"`: a weighted mixture of lognormal modes,
+    /// for quantities that span orders of magnitude with a distinct rare
+    /// population (e.g. mostly small messages and a few very large ones).
+    #[serde(rename = "lognormal_modes")]
+    LognormalModes {
+        /// The modes (at least one).
+        modes: Vec<LogMode>,
+    },
+    /// `dist = "choice"`: one of a few exact values (e.g. message sizes),
+    /// picked with probability proportional to its weight.
+    Choice {
+        /// The values (at least one).
+        values: Vec<f64>,
+        /// One weight (> 0) per value; equal weights without it.
+        #[serde(default)]
+        weights: Option<Vec<f64>>,
+    },
+}
+
+/// One lognormal mode of a [`Dist::LognormalModes`] mixture.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LogMode {
+    /// Relative weight (> 0; weights need not sum to 1).
+    pub weight: f64,
+    /// Median of the mode (> 0).
+    pub median: f64,
+    /// Standard deviation of the logarithm (≥ 0).
+    pub sigma: f64,
 }
 
 /// One normal mode of a [`Dist::Multimodal`] mixture.
@@ -98,8 +129,11 @@ pub struct CommSpec {
     /// MPI tag written in the comm row (default 0).
     #[serde(default)]
     pub tag: u64,
-    /// Message size in bytes.
-    pub bytes: u64,
+    /// Message size in bytes. Without it, the size the execution drew from
+    /// its function's `message_bytes` (the same for all such messages of
+    /// one execution).
+    #[serde(default)]
+    pub bytes: Option<u64>,
 }
 
 /// A counter sampled inside each execution of a function.
@@ -118,8 +152,19 @@ pub struct CounterSpec {
 pub struct FunctionSpec {
     /// Function name (a `timer <i>` attribute); unique in the scenario.
     pub name: String,
-    /// Self (exclusive) time of one execution, microseconds.
-    pub runtime: Dist,
+    /// Self (exclusive) time of one execution, microseconds. Either this
+    /// or `runtime_law`.
+    #[serde(default)]
+    pub runtime: Option<Dist>,
+    /// Self time as a function of the execution's message size and/or a
+    /// counter value, instead of `runtime`.
+    #[serde(default)]
+    pub runtime_law: Option<RuntimeLaw>,
+    /// Size (bytes) of the messages of one execution, drawn per execution
+    /// (rounded to an integer, at least 0): what `comm` entries without
+    /// `bytes` carry, and the `bytes` of `runtime_law`.
+    #[serde(default)]
+    pub message_bytes: Option<Dist>,
     /// Slow change of the self time: multiplied by `1 + drift_per_step ·
     /// step` (a normal trend, e.g. a growing data structure; not injected
     /// anomalies).
@@ -137,6 +182,50 @@ pub struct FunctionSpec {
     pub counters: Vec<CounterSpec>,
 }
 
+/// Self time of an execution as a law of what it does (`runtime_law`):
+///
+/// `predicted = base + per_byte · bytes + per_unit · value(counter)`, then
+/// noise: `predicted · (1 + noise_std · z)` (relative) or `predicted +
+/// noise_std · z` (absolute, µs), `z` standard normal. `bytes` is the
+/// execution's `message_bytes` draw and `value(counter)` the value of the
+/// function's counter of that name written for the execution: exactly what
+/// a performance model sees in the trace.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeLaw {
+    /// Fixed cost of a call, µs (≥ 0; default 0).
+    #[serde(default)]
+    pub base: f64,
+    /// Cost per message byte, µs (≥ 0; default 0; needs `message_bytes`).
+    #[serde(default)]
+    pub per_byte: f64,
+    /// Name of one of the function's `counters` the runtime depends on.
+    #[serde(default)]
+    pub counter: Option<String>,
+    /// Cost per unit of `counter`, µs (≥ 0; default 0).
+    #[serde(default)]
+    pub per_unit: f64,
+    /// How the noise scales (default relative).
+    #[serde(default)]
+    pub noise: Noise,
+    /// Standard deviation of the noise: a fraction of the prediction
+    /// (relative) or µs (absolute); ≥ 0, default 0 (no noise).
+    #[serde(default)]
+    pub noise_std: f64,
+}
+
+/// How the noise of a [`RuntimeLaw`] scales.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Noise {
+    /// `"relative"`: proportional to the prediction (a large call varies
+    /// more in µs than a small one, as measured runtimes do).
+    #[default]
+    Relative,
+    /// `"absolute"`: the same spread in µs whatever the prediction.
+    Absolute,
+}
+
 /// Injected anomalies: executions of `function` whose self time is scaled by
 /// `factor` and/or increased by `add_us`, with probability `rate`.
 #[derive(Debug, Clone, Deserialize)]
@@ -146,7 +235,9 @@ pub struct AnomalySpec {
     pub function: String,
     /// Probability that one execution is anomalous, in `[0, 1]`.
     pub rate: f64,
-    /// Factor applied to the self time (> 0; default 1).
+    /// Factor applied to the self time (> 0; default 1). For a function with
+    /// a `runtime_law` it scales the law's value, so the call is slow for
+    /// its size rather than merely long.
     #[serde(default = "unit")]
     pub factor: f64,
     /// Microseconds added to the self time after scaling (≥ 0; default 0).
@@ -161,6 +252,15 @@ pub struct AnomalySpec {
     /// Only steps in `[first, last]` (default: all).
     #[serde(default)]
     pub steps: Option<[u64; 2]>,
+    /// Only executions whose message size (`message_bytes` draw) is in
+    /// `[min, max]` bytes (default: all), e.g. to slow down small calls
+    /// that then hide among normal large ones.
+    #[serde(default)]
+    pub bytes: Option<[u64; 2]>,
+    /// Only executions whose value of the `runtime_law` counter is in
+    /// `[min, max]` (default: all).
+    #[serde(default)]
+    pub counter_value: Option<[u64; 2]>,
     /// A rare variation that is normal behaviour, not an anomaly to find
     /// (a fast path, an early exit): applied like an anomaly but left out
     /// of the ground truth, so a detector that flags it loses precision.
@@ -318,11 +418,17 @@ impl Scenario {
             if names.insert(f.name.as_str(), i).is_some() {
                 bail!("function {:?} is defined twice", f.name);
             }
-            check_dist(&f.runtime, &f.name)?;
+            super::law::check_function(f)?;
             for c in &f.counters {
                 check_dist(&c.value, &format!("{} counter {}", f.name, c.name))?;
             }
-            for c in &f.comm {
+            for (k, c) in f.comm.iter().enumerate() {
+                ensure!(
+                    c.bytes.is_some() || f.message_bytes.is_some(),
+                    "function {:?}: comm entry {} has no `bytes` and the function no `message_bytes`",
+                    f.name,
+                    k + 1
+                );
                 if let Partner::Named(n) = &c.partner {
                     ensure!(
                         n == "next" || n == "prev",
@@ -363,6 +469,7 @@ impl Scenario {
                 a.factor > 0.0 && a.add_us >= 0.0,
                 "anomaly factor must be > 0 and add_us >= 0"
             );
+            super::law::check_anomaly(a, &self.functions[names[a.function.as_str()]])?;
         }
         Ok(())
     }
@@ -395,7 +502,8 @@ impl Scenario {
     }
 }
 
-fn check_dist(d: &Dist, what: &str) -> anyhow::Result<()> {
+/// Checks that `d` can be sampled; `what` names the key in the error.
+pub(super) fn check_dist(d: &Dist, what: &str) -> anyhow::Result<()> {
     let ok = match d {
         Dist::Constant { value } => value.is_finite() && *value >= 0.0,
         Dist::Normal { mean, std } => mean.is_finite() && std.is_finite() && *std >= 0.0,
@@ -405,6 +513,24 @@ fn check_dist(d: &Dist, what: &str) -> anyhow::Result<()> {
                 && modes
                     .iter()
                     .all(|m| m.weight > 0.0 && m.std >= 0.0 && m.mean.is_finite())
+        }
+        Dist::LognormalModes { modes } => {
+            !modes.is_empty()
+                && modes.iter().all(|m| {
+                    m.weight > 0.0
+                        && m.weight.is_finite()
+                        && m.median > 0.0
+                        && m.median.is_finite()
+                        && m.sigma.is_finite()
+                        && m.sigma >= 0.0
+                })
+        }
+        Dist::Choice { values, weights } => {
+            !values.is_empty()
+                && values.iter().all(|v| v.is_finite())
+                && weights.as_ref().is_none_or(|w| {
+                    w.len() == values.len() && w.iter().all(|x| *x > 0.0 && x.is_finite())
+                })
         }
     };
     anyhow::ensure!(ok, "{what}: invalid distribution {d:?}");
