@@ -16,7 +16,7 @@ use chimbuko_mpi::model::library::{model_file_name, Index, IndexEntry, ModelLibr
 use chimbuko_mpi::model::model::{Model, Statistics};
 use chimbuko_mpi::model::table::Table;
 use chimbuko_mpi::model::train::{train, Profile, TrainOptions};
-use shim::{function_means, read_model_samples, read_run_tags};
+use chimbuko_mpi::output::read_model::{function_means, read_model_samples, read_run_tags};
 
 /// The sampled executions of one function in a provenance file.
 pub fn samples_of(path: &Path, function: &str) -> anyhow::Result<Table> {
@@ -171,7 +171,14 @@ fn scores(model: &Model, table: &Table, target: &str) -> anyhow::Result<(f64, f6
     let terms = model.clusters[0]
         .terms
         .iter()
-        .map(|t| format!("{}·{}", short_number(t.weight), t.function.describe(&names)))
+        .map(|t| {
+            // short_number gives the magnitude; the sign goes in front.
+            let sign = if t.weight < 0.0 { "−" } else { "" };
+            match t.function.describe(&names).as_str() {
+                "1" => format!("{sign}{}", short_number(t.weight)),
+                f => format!("{sign}{}·{f}", short_number(t.weight)),
+            }
+        })
         .collect();
     Ok((r2, Statistics::of(&y, &p).mape, terms))
 }
@@ -340,17 +347,4 @@ pub fn run_scaling(a: ScalingArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-mod shim {
-    use super::*;
-    pub fn read_model_samples(_: &Path) -> anyhow::Result<Vec<(String, Table)>> {
-        bail!("not yet")
-    }
-    pub fn read_run_tags(_: &Path) -> anyhow::Result<BTreeMap<String, f64>> {
-        bail!("not yet")
-    }
-    pub fn function_means(_: &Path) -> anyhow::Result<BTreeMap<String, (u64, f64, f64)>> {
-        bail!("not yet")
-    }
 }
