@@ -37,9 +37,19 @@ pub struct RunArgs {
     /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
     #[arg(long, default_value = "BPFile")]
     pub engine: Engine,
-    /// Anomaly detector: modal, sstd, hbos or copod (`docs/algorithms.md`).
+    /// Anomaly detector: modal, sstd, hbos, copod, or model (performance
+    /// models from --models; `docs/algorithms.md`).
     #[arg(long, default_value = "modal", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
+    /// model: the performance models, a directory written by `model train
+    /// --all-functions -o DIR` (with `index.json`) or one JSON model that
+    /// names its function.
+    #[arg(long, value_name = "FILE_OR_DIR")]
+    pub models: Option<PathBuf>,
+    /// model: the detector of the functions without a model (modal, sstd,
+    /// hbos or copod).
+    #[arg(long, default_value = "modal", value_parser = parse_algorithm)]
+    pub model_fallback: Algorithm,
     /// SSTD: anomalies lie outside mean ± sigma·stddev.
     #[arg(long, default_value_t = 6.0)]
     pub sigma: f64,
@@ -173,6 +183,16 @@ pub struct RunArgs {
     /// Steps between live statistics packets.
     #[arg(long, default_value_t = 1)]
     pub stats_every: u64,
+    /// Record the features of up to N executions per function (the same
+    /// sample for any number of AD ranks) in the provenance file's
+    /// `model_samples`, to train performance models on (0: off).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub model_samples: usize,
+    /// A run-level metric or label for the provenance file's `run_tags`
+    /// (repeatable; numbers are kept as numbers); `app_ranks` and
+    /// `ad_ranks` are recorded automatically.
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
     /// Read each stream's next step while the current one is analysed.
     /// Pays off when the AD rank has cores to spare for its streams'
     /// threads (not on a 2-core machine); holds one more step of rows per
@@ -194,6 +214,14 @@ pub struct RunArgs {
 /// `--algorithm` as clap checks it (the names of [`Algorithm::ALL`]).
 pub(super) fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     s.parse()
+}
+
+/// `--tag KEY=VALUE` as clap checks it.
+fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
 }
 
 /// `--direction` as clap checks it.
@@ -233,6 +261,8 @@ impl RunArgs {
                 } else {
                     self.direction
                 },
+                models: self.models,
+                model_fallback: self.model_fallback,
             },
             use_inclusive: self.use_inclusive,
             ignore_regex: self.ignore_regex,
@@ -256,6 +286,8 @@ impl RunArgs {
             stats_out: self.stats_out,
             viz_url: self.viz_url,
             stats_every: self.stats_every,
+            model_samples: self.model_samples,
+            tags: self.tags,
             progress_every: self.progress_every,
             top: self.top,
             quiet: self.quiet,

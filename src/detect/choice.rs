@@ -3,12 +3,15 @@
 //! before the first step (the same answer on every rank, so a bad value
 //! stops all ranks together).
 
+use std::path::PathBuf;
+
 use anyhow::bail;
 
 use super::copod::{Copod, CopodParams};
 use super::direction::{Directed, Direction};
 use super::hbos::{Hbos, HbosParams};
 use super::modal::{Modal, ModalParams};
+use super::model::ModelDetector;
 use super::sstd::{Sstd, SstdParams};
 use super::Detector;
 
@@ -23,10 +26,14 @@ pub enum Algorithm {
     Copod,
     /// Robust distance to the nearest normal runtime mode.
     Modal,
+    /// Ratio of the runtime to a performance model's prediction, for the
+    /// functions with a model (`--models`); the others go to a fallback.
+    Model,
 }
 
 impl Algorithm {
-    /// Every algorithm, as named on the command line.
+    /// Every detector of runtimes alone (all but [`Algorithm::Model`], which
+    /// needs performance models and trace features).
     pub const ALL: [Algorithm; 4] = [
         Algorithm::Modal,
         Algorithm::Sstd,
@@ -41,6 +48,7 @@ impl Algorithm {
             Algorithm::Hbos => "hbos",
             Algorithm::Copod => "copod",
             Algorithm::Modal => "modal",
+            Algorithm::Model => "model",
         }
     }
 }
@@ -57,10 +65,14 @@ impl std::str::FromStr for Algorithm {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Algorithm::ALL
             .into_iter()
+            .chain([Algorithm::Model])
             .find(|a| a.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-                format!("unknown algorithm {s:?} (one of {})", names.join(", "))
+                format!(
+                    "unknown algorithm {s:?} (one of {}, model)",
+                    names.join(", ")
+                )
             })
     }
 }
@@ -87,6 +99,11 @@ pub struct DetectorSettings {
     pub min_count: u64,
     /// Which side of the model an anomaly must lie on (`--direction`).
     pub direction: Direction,
+    /// model: the performance models (a directory with `index.json`, or
+    /// one JSON model naming its function).
+    pub models: Option<PathBuf>,
+    /// model: the detector of the functions without a model.
+    pub model_fallback: Algorithm,
 }
 
 impl Default for DetectorSettings {
@@ -101,6 +118,8 @@ impl Default for DetectorSettings {
             modal_min_spread: 0.025,
             min_count: 2,
             direction: Direction::Slow,
+            models: None,
+            model_fallback: Algorithm::Modal,
         }
     }
 }
@@ -167,6 +186,25 @@ impl DetectorSettings {
                 },
                 self.min_count,
             )),
+            Algorithm::Model => {
+                let Some(path) = &self.models else {
+                    bail!("--algorithm model needs --models FILE_OR_DIR (the performance models)");
+                };
+                if self.model_fallback == Algorithm::Model {
+                    bail!("--model-fallback must be one of modal, sstd, hbos, copod");
+                }
+                let fallback = DetectorSettings {
+                    algorithm: self.model_fallback,
+                    ..self.clone()
+                }
+                .build_two_sided()?;
+                Box::new(ModelDetector::load(
+                    path,
+                    finite_positive(self.sigma, "sigma")?,
+                    self.min_count,
+                    fallback,
+                )?)
+            }
         })
     }
 }

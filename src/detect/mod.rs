@@ -15,8 +15,16 @@
 //! depend on how the streams were split among ranks. MPI itself stays in
 //! `collectives`: detectors only produce and consume [`Wire`]s.
 //!
-//! Layout: one file per detector (`sstd`, `hbos`, `copod`, `modal`, with
-//! `binned` shared by the histogram detectors); the exact statistics engines
+//! The model detector ([`model`]) judges the executions of functions that
+//! have a performance model by the ratio of their runtime to the model's
+//! prediction for their features: the pipeline asks it for a
+//! [`Prediction`] ([`Detector::predict`]) when an execution completes and
+//! judges the prediction's ratio instead of the runtime. Every other
+//! detector judges runtimes and keeps the defaults of those hooks.
+//!
+//! Layout: one file per detector (`sstd`, `hbos`, `copod`, `modal`,
+//! `model`, with `binned` shared by the histogram detectors); the exact
+//! statistics engines
 //! they are built on (integer moments, fine histograms, labelling
 //! histograms) live in [`stats`].
 
@@ -26,6 +34,7 @@ pub mod copod;
 pub mod direction;
 pub mod hbos;
 pub mod modal;
+pub mod model;
 pub mod sstd;
 pub mod stats;
 
@@ -144,6 +153,62 @@ impl Verdict {
     }
 }
 
+/// What a performance model predicted for one execution (model detector
+/// only), and the value judged in its place.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    /// The model's prediction of the execution's target runtime (µs).
+    pub predicted_us: f64,
+    /// `runtime / max(predicted_us, 1 µs)` in parts per million, rounded
+    /// half up: an integer, so that the statistics of the ratios stay
+    /// exact.
+    pub ratio_ppm: u64,
+}
+
+impl Prediction {
+    /// Predictions below this (µs) judge the runtime against it: a model
+    /// that predicts nothing for an execution must not make every runtime
+    /// an infinite ratio.
+    pub const FLOOR_US: f64 = 1.0;
+
+    /// The prediction `predicted` of an execution whose target runtime is
+    /// `runtime`; `None` when `predicted` is not a finite number.
+    pub fn of(runtime: u64, predicted: f64) -> Option<Prediction> {
+        if !predicted.is_finite() {
+            return None;
+        }
+        let ratio = runtime as f64 / predicted.max(Self::FLOOR_US);
+        // Half up by truncation (the ratio is never negative; no call to
+        // `round` per execution); `as` saturates: a ratio beyond 1.8e13
+        // reads as the largest one.
+        let ratio_ppm = (ratio * 1e6 + 0.5) as u64;
+        Some(Prediction {
+            predicted_us: predicted,
+            ratio_ppm,
+        })
+    }
+
+    /// The ratio judged, `runtime / max(predicted, 1 µs)`.
+    pub fn ratio(&self) -> f64 {
+        self.ratio_ppm as f64 / 1e6
+    }
+
+    /// The prediction of execution `k` in a step's predictions, kept as
+    /// `(execution index, prediction)` sorted by index (only the executions
+    /// of modelled functions have one).
+    #[inline]
+    pub fn of_execution(predictions: &[(u32, Prediction)], k: usize) -> Option<Prediction> {
+        if predictions.is_empty() {
+            return None;
+        }
+        let k = u32::try_from(k).ok()?;
+        predictions
+            .binary_search_by_key(&k, |p| p.0)
+            .ok()
+            .map(|i| predictions[i].1)
+    }
+}
+
 /// What every detector implements.
 pub trait Detector: Send {
     /// Name as given to `--algorithm`.
@@ -167,6 +232,41 @@ pub trait Detector: Send {
     fn set_function_threshold(&mut self, function: u32, value: f64);
     /// Labels one runtime of `function` against the global model.
     fn label(&self, function: u32, value: u64) -> Verdict;
+    /// The global function `function` is named `name` (called as names are
+    /// agreed, before [`Detector::set_function_threshold`]); for detectors
+    /// that know functions by name.
+    fn function_named(&mut self, _function: u32, _name: &str) {}
+    /// The global counter `counter` is named `name` (as names are agreed).
+    fn counter_named(&mut self, _counter: u32, _name: &str) {}
+    /// Whether some function may be judged by a model's prediction (the
+    /// pipeline then computes the features of executions whose function
+    /// [`Detector::predicts`]).
+    fn uses_models(&self) -> bool {
+        false
+    }
+    /// Whether executions of `function` are judged by a model's
+    /// prediction: their [`Prediction::ratio_ppm`] is what
+    /// [`Detector::observe`], [`Detector::label`] and
+    /// [`Detector::is_slow`] take for them.
+    fn predicts(&self, _function: u32) -> bool {
+        false
+    }
+    /// The prediction for an execution of `function` with these fixed
+    /// features (in `model::features::FIXED` order) and counter values
+    /// (`(global counter, value)`, sorted by counter); `None`: judge its
+    /// runtime.
+    fn predict(
+        &self,
+        _function: u32,
+        _fixed: &[u64],
+        _counters: &[(u32, u64)],
+    ) -> Option<Prediction> {
+        None
+    }
+    /// The performance models the detector judges with, for provenance.
+    fn model_documents(&self) -> Vec<model::ModelDocument> {
+        Vec::new()
+    }
     /// Whether `value` is slower than the model of `function` predicts
     /// (for `--direction`): above its mean, unless the detector knows
     /// better (`modal`: above the fastest normal mode).

@@ -43,9 +43,11 @@
 //! `callstack` the per-thread replay; `gpu` the GPU-thread metadata and
 //! correlation-ID pairing; `index_map` local → global indices and counter
 //! roles; `issues` the problems counted on the way; [`names`] the global
-//! function and counter tables every AD rank agrees on.
+//! function and counter tables every AD rank agrees on; [`features`] an
+//! execution's features by the names performance models use.
 
 mod callstack;
+pub mod features;
 mod gpu;
 mod index_map;
 mod issues;

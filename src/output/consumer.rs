@@ -14,7 +14,7 @@
 //! of the step.
 
 use crate::collectives::Collectives;
-use crate::detect::{Detector, Label, Verdict};
+use crate::detect::{Detector, Label, Prediction, Verdict};
 use crate::events::names::GlobalNames;
 use crate::events::{CallStackBuilder, Execution, StepEvents};
 use crate::trace::format::Attribute;
@@ -41,6 +41,11 @@ pub struct LabelledStep<'a> {
     pub calls: &'a CallStackBuilder,
     /// The verdict of each execution, as labelled in this step.
     pub verdicts: &'a [Verdict],
+    /// The model detector's predictions, as `(index in
+    /// events.executions, prediction)` sorted by index: the executions
+    /// judged by a model (empty with the other detectors); see
+    /// [`Prediction::of_execution`].
+    pub predictions: &'a [(u32, Prediction)],
     /// Whether each execution's label is final now; `false` for executions
     /// held back for a fuller model or kept for the end-of-run
     /// re-judgement (they come again through [`LabelConsumer::late_labels`]).
@@ -56,6 +61,8 @@ pub struct LabelledStep<'a> {
 pub struct LateLabel {
     /// The execution.
     pub execution: Execution,
+    /// The model detector's prediction it was judged with, if any.
+    pub prediction: Option<Prediction>,
     /// The step whose build completed it.
     pub exit_step: u64,
     /// The step in which it was labelled.

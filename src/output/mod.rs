@@ -11,7 +11,10 @@
 //! - the run report ([`report`]): per-function totals ([`totals`]),
 //!   ground-truth scores ([`truth`]) and the summary ([`summary`]).
 //!
-//! [`read`] loads a provenance file back (`inspect`, `export --json`).
+//! [`read`] loads a provenance file back (`inspect`, `export --json`);
+//! [`read_model`] reads what performance models are trained on (the
+//! `model_samples`, the run's tags, the functions' mean runtimes).
+//! [`samples`] is the bottom-k sampler of `--model-samples`.
 //! [`hdf5file`] (writing) and [`read`] (reading) are the only code that
 //! calls HDF5. The layout is documented in `docs/provenance-schema.md`.
 
@@ -21,9 +24,11 @@ pub mod hdf5file;
 pub mod labels_csv;
 pub mod provenance;
 pub mod read;
+pub mod read_model;
 pub mod records;
 pub mod report;
 pub mod ross;
+pub mod samples;
 pub mod stats;
 pub mod summary;
 pub mod totals;
@@ -36,8 +41,10 @@ use records::{LABEL_ANOMALY, LABEL_NORMAL, LABEL_UNLABELED};
 
 /// Version of the file layout (root attribute `schema_version`).
 /// 2: `ad_perf` has the stages of the step loop (`trim` instead of
-/// `summarize`).
-pub const SCHEMA_VERSION: u64 = 2;
+/// `summarize`). 3: records have `model_prediction_us` and `model_ratio`;
+/// new tables `run_tags`, `model_samples`, `model_sample_counters`,
+/// `model_detector`, `model_detector_json`.
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// The two record collections, as group names in the file.
 pub const COLLECTIONS: [&str; 2] = ["anomalies", "normal_execs"];

@@ -1,17 +1,21 @@
 //! The provenance file as a consumer of labelled executions: picks records
 //! per stream ([`super::collect`]), buffers them in the
 //! [`ProvenanceWriter`], and writes collectively every `flush_steps` steps
-//! and at the end, with the run's root attributes.
+//! and at the end, with the run's root attributes, its tags (`run_tags`)
+//! and, with `--model-samples`, the sampled executions' features
+//! ([`super::samples`]).
 
 use std::path::Path;
 
 use super::collect::{ProvenanceOptions, StepContext, StreamProvenance};
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext, RunEnd};
 use super::hdf5file::FileAttr;
-use super::records::{PerfRow, StepRow};
+use super::records::{fixed, ModelDetectorRow, PerfRow, RunTagRow, StepRow};
+use super::samples::ModelSampler;
 use super::writer::ProvenanceWriter;
 use crate::collectives::Collectives;
-use crate::detect::{Label, Verdict};
+use crate::detect::model::ModelDocument;
+use crate::detect::{Label, Prediction, Verdict};
 use crate::events::names::GlobalNames;
 use crate::events::Execution;
 use crate::util::utc::utc_iso8601;
@@ -31,12 +35,20 @@ pub struct ProvenanceSettings {
     pub use_inclusive: bool,
     /// What to record around each execution.
     pub records: ProvenanceOptions,
+    /// Executions sampled per function for `model_samples` (0: none).
+    pub model_samples: usize,
+    /// The run's tags (key, value as given), for `run_tags`.
+    pub tags: Vec<(String, String)>,
+    /// The performance models of the model detector, for
+    /// `model_detector` (empty with the other detectors).
+    pub models: Vec<ModelDocument>,
 }
 
 /// An anomaly labelled after its step, recorded at the next collect (or at
 /// the end of the run).
 struct LateRecord {
     execution: Execution,
+    prediction: Option<Prediction>,
     verdict: Verdict,
     exit_step: u64,
     labelled_step: u64,
@@ -51,6 +63,8 @@ pub struct ProvenanceOutput {
     streams: Vec<StreamProvenance>,
     settings: ProvenanceSettings,
     late: Vec<LateRecord>,
+    /// The model samples (`--model-samples`), written at the end.
+    samples: Option<ModelSampler>,
 }
 
 impl ProvenanceOutput {
@@ -82,6 +96,8 @@ impl ProvenanceOutput {
         start.push(("completed", FileAttr::U64(0)));
         start.push(("steps_written", FileAttr::U64(0)));
         writer.set_attrs(&start)?;
+        let samples =
+            (settings.model_samples > 0).then(|| ModelSampler::new(settings.model_samples));
         Ok(ProvenanceOutput {
             writer: Some(writer),
             streams: streams
@@ -90,6 +106,7 @@ impl ProvenanceOutput {
                 .collect(),
             settings,
             late: Vec::new(),
+            samples,
         })
     }
 
@@ -103,6 +120,7 @@ impl ProvenanceOutput {
             step: s.step,
             events: s.events,
             verdicts: s.verdicts,
+            predictions: s.predictions,
             stream: s.calls,
             names,
             opts,
@@ -124,7 +142,15 @@ impl ProvenanceOutput {
                 continue;
             };
             let (anomalies, _, _) = w.collections_mut();
-            s.record_detached(e, l.verdict, l.exit_step, l.labelled_step, names, anomalies);
+            s.record_detached(
+                e,
+                l.verdict,
+                l.prediction,
+                l.exit_step,
+                l.labelled_step,
+                names,
+                anomalies,
+            );
         }
     }
 
@@ -142,15 +168,35 @@ impl ProvenanceOutput {
         if let Some(sig) = &end.stopped_by {
             attrs.push(("stopped_by", FileAttr::Str(sig.clone())));
         }
-        w.finish(
+        // The tables written once go in before the close, whose first
+        // phase would report a write error of theirs on every rank. They
+        // are written here, not when the file is created: a failed write
+        // is then handled (and the file closed) by the same end-of-run
+        // path as every other write error.
+        let tags: Vec<RunTagRow> = self.settings.tags.iter().map(|(k, v)| tag_row(k, v)).collect();
+        let mut samples_written = w.write_global_table(ctx.coll, "run_tags", &tags);
+        if !self.settings.models.is_empty() {
+            let (rows, text) = model_rows(&self.settings.models);
+            samples_written = samples_written
+                .and_then(|_| w.write_global_table(ctx.coll, "model_detector", &rows))
+                .and_then(|_| w.write_global_table(ctx.coll, "model_detector_json", &text));
+        }
+        if let Some(sampler) = self.samples.take() {
+            let (rows, counters) = sampler.merge(ctx.coll, ctx.names);
+            samples_written = samples_written
+                .and_then(|_| w.write_global_table(ctx.coll, "model_samples", &rows))
+                .and_then(|_| w.write_global_table(ctx.coll, "model_sample_counters", &counters));
+        }
+        let closed = w.finish(
             ctx.coll,
             ctx.names,
             ctx.detector,
             ctx.profiles,
             relabel,
             &attrs,
-        )
-        .map(|_pruned| ())
+        );
+        samples_written?;
+        closed.map(|_pruned| ())
     }
 }
 
@@ -162,6 +208,7 @@ impl LabelConsumer for ProvenanceOutput {
                 .filter(|l| !l.rejudged && l.verdict.label == Label::Anomaly)
                 .map(|l| LateRecord {
                     execution: l.execution,
+                    prediction: l.prediction,
                     verdict: l.verdict,
                     exit_step: l.exit_step,
                     labelled_step: l.labelled_step,
@@ -175,9 +222,12 @@ impl LabelConsumer for ProvenanceOutput {
             return Ok(());
         };
         p.observe_metadata(s.new_attributes, &mut w.metadata);
+        if let Some(sampler) = self.samples.as_mut() {
+            sampler.offer_step(s, names);
+        }
         p.begin_step(names.functions.len(), &self.settings.records);
         for (k, (e, v)) in s.events.executions.iter().zip(s.verdicts).enumerate() {
-            p.offer(k, e, *v);
+            p.offer(k, e, *v, Prediction::of_execution(s.predictions, k));
         }
         Ok(())
     }
@@ -256,4 +306,38 @@ impl LabelConsumer for ProvenanceOutput {
         // did not complete.
         self.close(ctx, end, false)
     }
+}
+
+/// A `run_tags` row: numbers are kept as numbers (`value`), every value as
+/// given (`text`).
+pub fn tag_row(key: &str, value: &str) -> RunTagRow {
+    let number = value.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+    RunTagRow {
+        key: fixed(key),
+        value: number.unwrap_or(f64::NAN),
+        text: fixed(value),
+        numeric: number.is_some() as u8,
+    }
+}
+
+/// The `model_detector` rows of the models, and the bytes of
+/// `model_detector_json` their rows point into (each model's JSON text,
+/// one after the other: the text is longer than a fixed-length column).
+fn model_rows(models: &[ModelDocument]) -> (Vec<ModelDetectorRow>, Vec<u8>) {
+    let mut text = Vec::new();
+    let rows = models
+        .iter()
+        .map(|m| {
+            let start = text.len() as u64;
+            text.extend_from_slice(m.json.as_bytes());
+            ModelDetectorRow {
+                func: fixed(&m.function),
+                target: fixed(&m.target),
+                metrics: fixed(&m.metrics.join(",")),
+                json_start: start,
+                json_len: m.json.len() as u64,
+            }
+        })
+        .collect();
+    (rows, text)
 }

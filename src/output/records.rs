@@ -122,6 +122,14 @@ pub struct ExecRecord {
     pub n_children: u32,
     /// Row of `model_params` with the model this record was labelled with.
     pub model_row: u64,
+    /// The model detector's prediction of the execution's modelled runtime
+    /// (µs; NaN when its function has no performance model, or with
+    /// another detector).
+    pub model_prediction_us: f64,
+    /// The residual judged: `runtime / max(model_prediction_us, 1 µs)`
+    /// (the modelled runtime; NaN without a prediction). Times 10⁶ and
+    /// rounded, it is the exact value the detector judged.
+    pub model_ratio: f64,
     /// Comm/counter events not kept (per-execution attachment cap).
     pub dropped_attachments: u32,
     /// First row of this record's frames in the `call_stack` table.
@@ -786,6 +794,99 @@ pub struct PerfRow {
     pub rss_mb: f64,
 }
 
+/// One execution sampled by `run --model-samples` (table `model_samples`):
+/// its identity and its fixed features, named as in
+/// `crate::model::features` (the column names are the feature names).
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct ModelSampleRow {
+    /// Global function index (row of `functions`).
+    pub fid: u32,
+    /// Program index of the traced application.
+    pub pid: u32,
+    /// Function name, cut at 255 bytes (full name in `functions`).
+    pub func: NameStr,
+    /// Chimbuko's event label `"rank:step:idx"` of the execution.
+    pub event_id: EventIdStr,
+    /// Entry timestamp (µs since the epoch, TAU's clock).
+    pub entry: u64,
+    /// The sampling hash: the executions of a function with the smallest
+    /// hashes are the sample.
+    pub sample_hash: u64,
+    /// Exclusive runtime (µs).
+    pub exclusive_us: u64,
+    /// Inclusive runtime (µs).
+    pub inclusive_us: u64,
+    /// Number of direct children.
+    pub n_children: u64,
+    /// Total inclusive runtime of the direct children (µs).
+    pub children_us: u64,
+    /// Bytes sent by the execution's own messages.
+    pub bytes_sent: u64,
+    /// Bytes received by the execution's own messages.
+    pub bytes_received: u64,
+    /// Call depth (a root call has depth 0).
+    pub depth: u64,
+    /// Application rank of the stream.
+    pub rank: u64,
+    /// TAU thread.
+    pub thread: u64,
+    /// The I/O step that completed the execution.
+    pub step: u64,
+    /// First row of this sample's counters in `model_sample_counters`.
+    pub counters_start: u64,
+    /// Number of this sample's rows in `model_sample_counters`.
+    pub counters_len: u32,
+}
+
+/// One counter value of a sampled execution (table
+/// `model_sample_counters`): the feature `counter:<name>`.
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct ModelSampleCounterRow {
+    /// Row of the sample in `model_samples`.
+    pub sample: u64,
+    /// Global counter index (row of `counters`).
+    pub counter_idx: u32,
+    /// Counter name, cut at 255 bytes (full name in `counters`).
+    pub counter: NameStr,
+    /// The sum of the counter's samples during the execution.
+    pub value: u64,
+}
+
+/// One run-level tag (table `run_tags`): `--tag KEY=VALUE` and the
+/// automatic `app_ranks` and `ad_ranks`.
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct RunTagRow {
+    /// The key, cut at 255 bytes.
+    pub key: NameStr,
+    /// The value as a number (NaN when it is not one).
+    pub value: f64,
+    /// The value as given, cut at 255 bytes.
+    pub text: MetaStr,
+    /// 1 when the value is a number.
+    pub numeric: u8,
+}
+
+/// One performance model the model detector (`run --algorithm model`)
+/// judged a function with (table `model_detector`; the model itself, as
+/// its JSON text, is in the bytes of `model_detector_json`).
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct ModelDetectorRow {
+    /// Function name, cut at 255 bytes.
+    pub func: NameStr,
+    /// The modelled runtime (`exclusive_us` or `inclusive_us`).
+    pub target: ShortStr,
+    /// The model's input metrics, comma-separated, cut at 255 bytes.
+    pub metrics: MetaStr,
+    /// First byte of the model's JSON text in `model_detector_json`.
+    pub json_start: u64,
+    /// Length in bytes of the model's JSON text.
+    pub json_len: u64,
+}
+
 /// One collection of records (`anomalies` or `normal_execs`) with its
 /// companion tables. While a run buffers them (`collect`), companion rows
 /// name their record by its index in `records` and records name their
@@ -920,5 +1021,19 @@ impl CollectionTables {
         );
         self.records.push(r);
         at as usize
+    }
+}
+
+/// The value the detector judged for a record: the ratio to its model's
+/// prediction in ppm when it has one (model detector), else its inclusive
+/// or exclusive runtime.
+pub fn judged_value(r: &ExecRecord, use_inclusive: bool) -> u64 {
+    if r.model_ratio.is_finite() {
+        // Exact: the ratio was stored as ppm / 10⁶ (error far below 0.5).
+        (r.model_ratio * 1e6).round() as u64
+    } else if use_inclusive {
+        r.runtime_total
+    } else {
+        r.runtime_exclusive
     }
 }

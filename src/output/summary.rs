@@ -140,14 +140,20 @@ pub fn summary_text(
     );
     for f in top_functions(totals, top) {
         let m = det.model_json(f as u32);
+        // Functions the model detector judges by their ratio to a
+        // performance model show the ratio's statistics.
+        let (mean, stddev, prec, note) = match (m.get("mean_ratio"), m.get("stddev_ratio")) {
+            (Some(r), Some(s)) => (r, s, 3, "  (runtime / model prediction)"),
+            _ => (&m["mean"], &m["stddev"], 1, ""),
+        };
         let _ = writeln!(
             text,
-            "{:>4} {:>10} {:>9} {:>12.1} {:>12.1}  {}",
+            "{:>4} {:>10} {:>9} {:>12.prec$} {:>12.prec$}  {}{note}",
             names.functions.program(f as u32),
             totals.executions[f],
             totals.anomalies[f],
-            m["mean"].as_f64().unwrap_or(0.0),
-            m["stddev"].as_f64().unwrap_or(0.0),
+            mean.as_f64().unwrap_or(0.0),
+            stddev.as_f64().unwrap_or(0.0),
             names.functions.name(f as u32)
         );
     }

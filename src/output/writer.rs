@@ -48,8 +48,10 @@ struct StoredRecord {
     io_step: u64,
     entry: u64,
     exit: u64,
-    inclusive: u64,
     exclusive: u64,
+    /// The value the detector judged (runtime, or ratio to the model's
+    /// prediction in ppm).
+    judged: u64,
     label: i8,
     score: f64,
 }
@@ -144,6 +146,28 @@ impl ProvenanceWriter {
         self.file.set_attrs(attrs)
     }
 
+    /// Replaces table `name` by `rows`, which are the same on every rank
+    /// (collective: every rank calls it with the same rows; rank 0 writes
+    /// them). For the small tables written once: `run_tags`,
+    /// `model_samples`, `model_detector`.
+    pub fn write_global_table<T: hdf5::H5Type>(
+        &mut self,
+        coll: &Collectives,
+        name: &str,
+        rows: &[T],
+    ) -> anyhow::Result<()> {
+        let r = self
+            .usable()
+            .and_then(|_| self.file.recreate::<T>(name, rows.len() as u64));
+        self.agreed(coll, r)?;
+        let r = if coll.rank() == 0 {
+            self.file.write_rows(name, 0, rows)
+        } else {
+            Ok(())
+        };
+        self.agreed(coll, r)
+    }
+
     /// Collections to add this step's records to: anomalies, normal
     /// samples, and the candidates of the end-of-run re-judgement.
     pub fn collections_mut(
@@ -166,12 +190,7 @@ impl ProvenanceWriter {
         let candidates = std::mem::take(&mut self.candidates);
         let mut found = 0;
         for (k, r) in candidates.records.iter().enumerate() {
-            let value = if self.use_inclusive {
-                r.runtime_total
-            } else {
-                r.runtime_exclusive
-            };
-            let v = detector.label(r.fid, value);
+            let v = detector.label(r.fid, judged_value(r, self.use_inclusive));
             if v.label != Label::Anomaly {
                 continue;
             }
@@ -404,8 +423,8 @@ impl ProvenanceWriter {
                     io_step: r.io_step,
                     entry: r.entry,
                     exit: r.exit,
-                    inclusive: r.runtime_total,
                     exclusive: r.runtime_exclusive,
+                    judged: judged_value(r, self.use_inclusive),
                     label: r.label,
                     score: r.outlier_score,
                 });
@@ -436,14 +455,7 @@ impl ProvenanceWriter {
             .filter(|s| s.collection == 0 || final_labels)
             .filter_map(|s| {
                 let (label, score) = if final_labels {
-                    let v = detector.label(
-                        s.fid,
-                        if self.use_inclusive {
-                            s.inclusive
-                        } else {
-                            s.exclusive
-                        },
-                    );
+                    let v = detector.label(s.fid, s.judged);
                     (v.label == Label::Anomaly, v.score)
                 } else {
                     (s.label == LABEL_ANOMALY, s.score)
@@ -586,12 +598,7 @@ impl ProvenanceWriter {
         let mut result = Ok(());
         let stored = std::mem::take(&mut self.stored);
         for (k, s) in stored.iter().enumerate() {
-            let value = if self.use_inclusive {
-                s.inclusive
-            } else {
-                s.exclusive
-            };
-            let v = detector.label(s.fid, value);
+            let v = detector.label(s.fid, s.judged);
             if s.collection == 0 && s.label == LABEL_ANOMALY && v.label != Label::Anomaly {
                 pruned += 1;
             }

@@ -117,6 +117,8 @@ pub fn run_wide_threshold(d: &DetectorSettings) -> f64 {
         Algorithm::Sstd => d.sigma,
         Algorithm::Hbos | Algorithm::Copod => d.hbos_threshold,
         Algorithm::Modal => d.modal_threshold,
+        // Not a run-wide detector (it needs trace features); its σ.
+        Algorithm::Model => d.sigma,
     }
 }
 

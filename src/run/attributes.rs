@@ -84,6 +84,9 @@ pub fn root_attributes(
         "final_relabel": opts.final_relabel,
         "max_stored_anomalies": opts.max_stored_anomalies,
         "engine": opts.inputs.engine.to_string(),
+        "models": d.models,
+        "model_fallback": d.model_fallback.name(),
+        "model_samples": opts.model_samples,
     });
     vec![
         (

@@ -28,8 +28,8 @@ impl Pipeline<'_> {
             steps_done,
             ..
         } = &mut self.state;
-        let (late, pruned) = held.judge_at_end(*steps_done, |e| {
-            judge(filter, detector.as_ref(), opts.use_inclusive, e)
+        let (late, pruned) = held.judge_at_end(*steps_done, |e, p| {
+            judge(filter, detector.as_ref(), opts.use_inclusive, e, p)
         });
         self.outputs.late_labels(&late, names);
         let mut open_calls = 0u64;

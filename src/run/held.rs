@@ -5,7 +5,7 @@
 //! `--max-stored-anomalies`). This is the one place that decides where a
 //! judged execution goes.
 
-use crate::detect::{Label, Verdict};
+use crate::detect::{Label, Prediction, Verdict};
 use crate::events::Execution;
 use crate::output::consumer::LateLabel;
 
@@ -36,13 +36,15 @@ struct StoredAnomaly {
     labelled_step: u64,
     in_situ: Verdict,
     execution: Execution,
+    prediction: Option<Prediction>,
 }
 
 /// The executions of a rank whose label is not final yet.
 #[derive(Debug, Default)]
 pub struct HeldExecutions {
-    /// (step whose build completed it, execution), in arrival order.
-    pending: Vec<(u64, Execution)>,
+    /// (step whose build completed it, execution, the model detector's
+    /// prediction), in arrival order.
+    pending: Vec<(u64, Execution, Option<Prediction>)>,
     stored: Vec<StoredAnomaly>,
     max_pending: usize,
     /// 0: no end-of-run re-judgement.
@@ -61,18 +63,20 @@ impl HeldExecutions {
     }
 
     /// Decides where execution `e` (completed in `exit_step`, judged `v` in
-    /// `labelled_step`) goes, keeps it if it is not settled, and counts it.
+    /// `labelled_step`, with the model detector's `prediction`) goes, keeps
+    /// it if it is not settled, and counts it.
     #[inline]
     pub fn dispose(
         &mut self,
         e: &Execution,
+        prediction: Option<Prediction>,
         exit_step: u64,
         labelled_step: u64,
         v: Verdict,
         counts: &mut LabelCounts,
     ) -> Disposition {
         if v.label == Label::Unlabeled && self.pending.len() < self.max_pending {
-            self.pending.push((exit_step, *e));
+            self.pending.push((exit_step, *e, prediction));
             return Disposition::Held;
         }
         counts.labelled += 1;
@@ -84,6 +88,7 @@ impl HeldExecutions {
                     labelled_step,
                     in_situ: v,
                     execution: *e,
+                    prediction,
                 });
                 return Disposition::Stored;
             }
@@ -97,16 +102,17 @@ impl HeldExecutions {
     pub fn judge_held(
         &mut self,
         step: u64,
-        judge: impl Fn(&Execution) -> Verdict,
+        judge: impl Fn(&Execution, Option<Prediction>) -> Verdict,
         counts: &mut LabelCounts,
     ) -> Vec<LateLabel> {
         let mut late = Vec::new();
-        for (exit_step, e) in std::mem::take(&mut self.pending) {
-            let verdict = judge(&e);
-            let disposition = self.dispose(&e, exit_step, step, verdict, counts);
+        for (exit_step, e, p) in std::mem::take(&mut self.pending) {
+            let verdict = judge(&e, p);
+            let disposition = self.dispose(&e, p, exit_step, step, verdict, counts);
             if disposition != Disposition::Held {
                 late.push(LateLabel {
                     execution: e,
+                    prediction: p,
                     exit_step,
                     labelled_step: step,
                     in_situ: verdict.label,
@@ -125,13 +131,14 @@ impl HeldExecutions {
     pub fn judge_at_end(
         &mut self,
         steps: u64,
-        judge: impl Fn(&Execution) -> Verdict,
+        judge: impl Fn(&Execution, Option<Prediction>) -> Verdict,
     ) -> (Vec<LateLabel>, u64) {
         let mut late = Vec::new();
-        for (exit_step, e) in std::mem::take(&mut self.pending) {
-            let verdict = judge(&e);
+        for (exit_step, e, p) in std::mem::take(&mut self.pending) {
+            let verdict = judge(&e, p);
             late.push(LateLabel {
                 execution: e,
+                prediction: p,
                 exit_step,
                 labelled_step: steps,
                 in_situ: verdict.label,
@@ -142,12 +149,13 @@ impl HeldExecutions {
         }
         let mut pruned = 0u64;
         for s in std::mem::take(&mut self.stored) {
-            let verdict = judge(&s.execution);
+            let verdict = judge(&s.execution, s.prediction);
             if verdict.label != Label::Anomaly {
                 pruned += 1;
             }
             late.push(LateLabel {
                 execution: s.execution,
+                prediction: s.prediction,
                 exit_step: s.exit_step,
                 labelled_step: s.labelled_step,
                 in_situ: s.in_situ.label,

@@ -115,6 +115,11 @@ pub struct RunOptions {
     pub viz_url: Option<String>,
     /// Steps between live statistics packets.
     pub stats_every: u64,
+    /// Executions per function whose features go to the provenance
+    /// file's `model_samples` (0: none).
+    pub model_samples: usize,
+    /// Run-level tags (`--tag KEY=VALUE`), in the order given.
+    pub tags: Vec<(String, String)>,
 
     // --- running ---
     /// Rank 0 prints progress every this many steps (0: never).
@@ -166,6 +171,8 @@ impl Default for RunOptions {
             stats_out: None,
             viz_url: None,
             stats_every: 1,
+            model_samples: 0,
+            tags: Vec::new(),
             progress_every: 1,
             top: 10,
             quiet: false,

@@ -17,7 +17,7 @@ use super::rules::{FunctionFilter, FunctionRules};
 use super::streams::OwnedStream;
 use super::timings::{Stage, Timings};
 use crate::collectives::Collectives;
-use crate::detect::{Detector, Label, Verdict};
+use crate::detect::{Detector, Label, Prediction, Verdict};
 use crate::events::names::GlobalNames;
 use crate::events::{EventIssues, Execution};
 use crate::output::collect::ProvenanceOptions;
@@ -56,6 +56,10 @@ pub(super) struct RunState<'a> {
     pub filter: FunctionFilter,
     /// The global model (after each reduce, the same on every rank).
     pub detector: Box<dyn Detector>,
+    /// By global function: judged by a performance model's prediction
+    /// (`detector.predicts`, kept here so that the build asks no virtual
+    /// call per execution).
+    pub modelled: Vec<bool>,
     /// Runtime and counter profiles of this rank since the start (for the
     /// provenance file and the live statistics).
     pub profiles: GlobalStats,
@@ -106,14 +110,16 @@ impl RunState<'_> {
     }
 }
 
-/// The verdict on `e` against the global model `detector`, judging its
-/// inclusive or exclusive runtime (ignored functions are always normal).
+/// The verdict on `e` against the global model `detector`, judging the
+/// ratio of its `prediction` (model detector) or else its inclusive or
+/// exclusive runtime (ignored functions are always normal).
 #[inline]
 pub(super) fn judge(
     filter: &FunctionFilter,
     detector: &dyn Detector,
     use_inclusive: bool,
     e: &Execution,
+    prediction: Option<Prediction>,
 ) -> Verdict {
     if filter.is_ignored(e.function) {
         Verdict {
@@ -121,7 +127,11 @@ pub(super) fn judge(
             score: 0.0,
         }
     } else {
-        detector.label(e.function, e.judged_runtime(use_inclusive))
+        let value = match prediction {
+            Some(p) => p.ratio_ppm,
+            None => e.judged_runtime(use_inclusive),
+        };
+        detector.label(e.function, value)
     }
 }
 
@@ -142,6 +152,12 @@ impl<'a> Pipeline<'a> {
         let all_specs = inputs::agree_on_streams(coll, opts, sources.as_ref())?;
         let filter = FunctionFilter::new(FunctionRules::load(opts)?);
         let detector = opts.detector.build()?;
+        let tags = run_tags(opts, all_specs.len(), size)?;
+        if opts.model_samples > 0 && opts.no_provenance {
+            anyhow::bail!(
+                "--model-samples records into the provenance file: it cannot be used with --no-provenance"
+            );
+        }
         if rank == 0 && !opts.quiet {
             announce(coll, opts, all_specs.len());
         }
@@ -179,8 +195,9 @@ impl<'a> Pipeline<'a> {
                 .map(|s| (s.spec.program, s.spec.app_rank))
                 .collect();
             let attrs = root_attributes(coll, opts, &all_specs, started_at);
-            let out =
-                ProvenanceOutput::create(path, coll, &mine, provenance_settings(opts), &attrs)?;
+            let mut settings = provenance_settings(opts, tags);
+            settings.models = detector.model_documents();
+            let out = ProvenanceOutput::create(path, coll, &mine, settings, &attrs)?;
             outputs.push(Box::new(out));
             if rank == 0 && !opts.quiet {
                 eprintln!("run: provenance file {}", path.display());
@@ -220,6 +237,7 @@ impl<'a> Pipeline<'a> {
                 names: GlobalNames::default(),
                 filter,
                 detector,
+                modelled: Vec::new(),
                 profiles: GlobalStats::default(),
                 profiling: provenance.is_some() || live,
                 held: HeldExecutions::new(opts.max_pending, max_stored),
@@ -250,8 +268,31 @@ impl<'a> Pipeline<'a> {
     }
 }
 
+/// The run's tags: the automatic `app_ranks` (streams of the run) and
+/// `ad_ranks`, then `--tag`s (a `--tag` of an automatic key replaces it; a
+/// key given twice is an error, the same on every rank).
+fn run_tags(
+    opts: &RunOptions,
+    streams: usize,
+    ad_ranks: usize,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut tags = vec![
+        ("app_ranks".to_owned(), streams.to_string()),
+        ("ad_ranks".to_owned(), ad_ranks.to_string()),
+    ];
+    let mut given = std::collections::BTreeSet::new();
+    for (k, v) in &opts.tags {
+        if !given.insert(k.as_str()) {
+            anyhow::bail!("--tag {k}=... is given twice");
+        }
+        tags.retain(|(key, _)| key != k);
+        tags.push((k.clone(), v.clone()));
+    }
+    Ok(tags)
+}
+
 /// How the provenance file is written, from the run's options.
-fn provenance_settings(opts: &RunOptions) -> ProvenanceSettings {
+fn provenance_settings(opts: &RunOptions, tags: Vec<(String, String)>) -> ProvenanceSettings {
     ProvenanceSettings {
         overwrite: opts.overwrite,
         flush_steps: opts.flush_steps,
@@ -265,6 +306,9 @@ fn provenance_settings(opts: &RunOptions) -> ProvenanceSettings {
             end_candidates: opts.final_relabel,
             use_inclusive: opts.use_inclusive,
         },
+        model_samples: opts.model_samples,
+        tags,
+        models: Vec::new(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::options::RunOptions;
-use crate::detect::Verdict;
+use crate::detect::{Prediction, Verdict};
 use crate::events::{CallStackBuilder, EventOptions, IndexMap, StepEvents};
 use crate::output::consumer::{LabelledStep, StreamStates};
 use crate::output::records::{fixed, StreamRow};
@@ -70,6 +70,13 @@ pub struct OwnedStream {
     pub out: StepEvents,
     /// The verdict of each of `out.executions`.
     pub verdicts: Vec<Verdict>,
+    /// The model detector's predictions for this step's executions of
+    /// modelled functions: `(index in out.executions, prediction)`, sorted
+    /// by index (empty with the other detectors).
+    pub predictions: Vec<(u32, Prediction)>,
+    /// Indices in `out.executions` of this step's executions of modelled
+    /// functions (noted by the build, predicted right after it).
+    pub modelled: Vec<u32>,
     /// Whether each of `out.executions` has its final label.
     pub settled: Vec<bool>,
     /// Where the stream stands.
@@ -102,6 +109,8 @@ impl OwnedStream {
             map: IndexMap::default(),
             out: StepEvents::default(),
             verdicts: Vec::new(),
+            predictions: Vec::new(),
+            modelled: Vec::new(),
             settled: Vec::new(),
             state: StreamState::Reading,
             steps: 0,
@@ -252,6 +261,7 @@ impl OwnedStream {
             events: &self.out,
             calls: &self.calls,
             verdicts: &self.verdicts,
+            predictions: &self.predictions,
             settled: &self.settled,
             new_attributes: self.spare.as_ref().map_or(&[][..], |st| &st.new_attributes),
         }

@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::detect::{Label, Verdict};
+use crate::detect::{Label, Prediction, Verdict};
 use crate::events::names::GlobalNames;
 use crate::events::{CallStackBuilder, CommDirection, CommEvent, ExecId, Execution, StepEvents};
 use crate::trace::format::{Attribute, MONITORING_PREFIX};
@@ -147,6 +147,9 @@ pub struct StepContext<'a> {
     pub events: &'a StepEvents,
     /// One per `events.executions`.
     pub verdicts: &'a [Verdict],
+    /// The model detector's predictions, `(index in events.executions,
+    /// prediction)` sorted by index (empty with the other detectors).
+    pub predictions: &'a [(u32, Prediction)],
     /// The stream's call stacks: calls still open, GPU locations.
     pub stream: &'a CallStackBuilder,
     /// The global function and counter names.
@@ -212,7 +215,7 @@ impl StreamProvenance {
     /// its function runs in, and keeps it among its function's slowest
     /// this step when it was labelled normal while the model was young.
     #[inline]
-    fn offer_young(&mut self, i: usize, e: &Execution, v: Verdict) {
+    fn offer_young(&mut self, i: usize, e: &Execution, v: Verdict, prediction: Option<Prediction>) {
         let f = e.function as usize;
         let (Some(seen), Some(steps)) = (self.seen_now.get_mut(f), self.steps_with.get_mut(f))
         else {
@@ -226,10 +229,9 @@ impl StreamProvenance {
             return;
         }
         let c = YoungCandidate {
-            value: if self.use_inclusive {
-                e.inclusive()
-            } else {
-                e.exclusive
+            value: match prediction {
+                Some(p) => p.ratio_ppm,
+                None => e.judged_runtime(self.use_inclusive),
             },
             id: e.id,
             index: i as u32,
@@ -251,11 +253,13 @@ impl StreamProvenance {
     /// Notes execution `i` of the step with its verdict: an anomaly to
     /// record, or a candidate normal sample of its function (the lowest
     /// scores are kept). Done while labelling, so that picking costs no
-    /// pass of its own over the step's executions.
+    /// pass of its own over the step's executions. `prediction`: the model
+    /// detector's, whose ratio (not the runtime) ranks the end-of-run
+    /// candidates of a modelled function.
     #[inline]
-    pub fn offer(&mut self, i: usize, e: &Execution, v: Verdict) {
+    pub fn offer(&mut self, i: usize, e: &Execution, v: Verdict, prediction: Option<Prediction>) {
         if self.end_candidates {
-            self.offer_young(i, e, v);
+            self.offer_young(i, e, v, prediction);
         }
         match v.label {
             Label::Anomaly if e.exclusive >= self.min_anomaly_us => {

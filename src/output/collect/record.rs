@@ -18,6 +18,7 @@ impl StreamProvenance {
         let execs = &ctx.events.executions;
         let e = &execs[i];
         let v = ctx.verdicts[i];
+        let prediction = Prediction::of_execution(ctx.predictions, i);
         let rec_index = out.records.len() as u64;
         let step = StepOfRecord {
             io_step: ctx.step,
@@ -25,7 +26,7 @@ impl StreamProvenance {
             io_step_tend: ctx.events.last_ts.unwrap_or(0),
             labelled_step: ctx.step,
         };
-        let mut record = self.open_record(e, v, ctx.names, step, out);
+        let mut record = self.open_record(e, v, prediction, ctx.names, step, out);
         self.push_call_stack(ctx, e, rec_index, 0, &mut out.call_stack);
 
         out.counter_events
@@ -92,6 +93,7 @@ impl StreamProvenance {
         &self,
         e: &Execution,
         v: Verdict,
+        prediction: Option<Prediction>,
         exit_step: u64,
         labelled_step: u64,
         names: &GlobalNames,
@@ -104,7 +106,7 @@ impl StreamProvenance {
             io_step_tend: 0,
             labelled_step,
         };
-        let mut record = self.open_record(e, v, names, step, out);
+        let mut record = self.open_record(e, v, prediction, names, step, out);
         out.call_stack.push(CallStackRow {
             record: rec_index,
             of_gpu_parent: 0,
@@ -126,6 +128,7 @@ impl StreamProvenance {
         &self,
         e: &Execution,
         v: Verdict,
+        prediction: Option<Prediction>,
         names: &GlobalNames,
         step: StepOfRecord,
         out: &CollectionTables,
@@ -160,6 +163,8 @@ impl StreamProvenance {
             n_children: e.n_children,
             // The function index until the writer maps it to a model row.
             model_row: e.function as u64,
+            model_prediction_us: prediction.map_or(f64::NAN, |p| p.predicted_us),
+            model_ratio: prediction.map_or(f64::NAN, |p| p.ratio()),
             dropped_attachments: e.dropped_attachments(),
             call_stack_start: out.call_stack.len() as u64,
             call_stack_len: 0,

@@ -17,7 +17,21 @@ impl Pipeline<'_> {
         unknown.sort();
         unknown.dedup();
         let agreed = st.coll.agree_names(&unknown);
+        let counters_before = st.names.counters.len() as u32;
         let new_functions = st.names.extend(agreed);
+        // Names first: the model detector knows its functions by name, and
+        // a threshold of the rules goes to the model that judges them.
+        for &f in &new_functions {
+            st.detector.function_named(f, st.names.functions.name(f));
+            let i = f as usize;
+            if st.modelled.len() <= i {
+                st.modelled.resize(i + 1, false);
+            }
+            st.modelled[i] = st.detector.predicts(f);
+        }
+        for c in counters_before..st.names.counters.len() as u32 {
+            st.detector.counter_named(c, st.names.counters.name(c));
+        }
         st.filter
             .add_functions(&new_functions, &st.names, st.detector.as_mut());
         st.detector.ensure_functions(st.names.functions.len());

@@ -19,16 +19,20 @@ impl Pipeline<'_> {
             names,
             ..
         } = &mut self.state;
-        let judge = |e: &_| judge(filter, detector.as_ref(), opts.use_inclusive, e);
+        let judge = |e: &_, p| judge(filter, detector.as_ref(), opts.use_inclusive, e, p);
         let late = held.judge_held(step, judge, &mut work.labels);
         self.outputs.late_labels(&late, names);
         for &i in &work.active {
             let s = &mut streams[i];
             s.verdicts.clear();
             s.settled.clear();
-            for e in &s.out.executions {
-                let verdict = judge(e);
-                let disposition = held.dispose(e, step, step, verdict, &mut work.labels);
+            // The predictions are in execution order: walked alongside.
+            let mut predicted = s.predictions.iter().peekable();
+            for (k, e) in s.out.executions.iter().enumerate() {
+                let prediction = predicted.next_if(|p| p.0 as usize == k).map(|p| p.1);
+                let verdict = judge(e, prediction);
+                let disposition =
+                    held.dispose(e, prediction, step, step, verdict, &mut work.labels);
                 s.verdicts.push(verdict);
                 s.settled.push(disposition == Disposition::Settled);
             }
