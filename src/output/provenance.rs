@@ -173,7 +173,12 @@ impl ProvenanceOutput {
         // are written here, not when the file is created: a failed write
         // is then handled (and the file closed) by the same end-of-run
         // path as every other write error.
-        let tags: Vec<RunTagRow> = self.settings.tags.iter().map(|(k, v)| tag_row(k, v)).collect();
+        let tags: Vec<RunTagRow> = self
+            .settings
+            .tags
+            .iter()
+            .map(|(k, v)| tag_row(k, v))
+            .collect();
         let mut samples_written = w.write_global_table(ctx.coll, "run_tags", &tags);
         if !self.settings.models.is_empty() {
             let (rows, text) = model_rows(&self.settings.models);
