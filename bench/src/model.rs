@@ -106,7 +106,7 @@ pub(crate) fn model_section(b: &mut Bench) -> anyhow::Result<()> {
         &rows_out,
     );
     plot::lines(
-        &b.png("model-training"),
+        &b.png("model-training.png"),
         "model train: seconds against rows (2 predictors)",
         "rows",
         "seconds",

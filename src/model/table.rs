@@ -56,6 +56,18 @@ impl fmt::Display for TableError {
 
 impl std::error::Error for TableError {}
 
+impl TableError {
+    /// An error about a whole line (or the whole source, without a line).
+    pub fn new(source: &str, line: Option<usize>, message: impl Into<String>) -> TableError {
+        TableError {
+            source: source.to_owned(),
+            line,
+            column: None,
+            message: message.into(),
+        }
+    }
+}
+
 impl Table {
     /// An empty table with these columns.
     pub fn new(columns: Vec<String>, source: impl Into<String>) -> Table {

@@ -198,12 +198,7 @@ struct ValueRec {
 
 /// An error about a log.
 fn error(source: &str, line: Option<usize>, message: impl Into<String>) -> TableError {
-    TableError {
-        source: source.to_owned(),
-        line,
-        column: None,
-        message: message.into(),
-    }
+    TableError::new(source, line, message)
 }
 
 /// The index of `name` in `names`, added at the end if new.

@@ -56,12 +56,7 @@ pub fn parse_dump_with_types(text: &str, source: &str) -> Result<EigerTable, Tab
 }
 
 fn error(source: &str, line: Option<usize>, message: impl Into<String>) -> TableError {
-    TableError {
-        source: source.to_owned(),
-        line,
-        column: None,
-        message: message.into(),
-    }
+    TableError::new(source, line, message)
 }
 
 #[cfg(test)]
