@@ -231,8 +231,12 @@ impl LabelConsumer for ProvenanceOutput {
             sampler.offer_step(s, names);
         }
         p.begin_step(names.functions.len(), &self.settings.records);
+        // The predictions are in execution order: walked alongside (a
+        // search per execution would cost more than the offer).
+        let mut predicted = s.predictions.iter().peekable();
         for (k, (e, v)) in s.events.executions.iter().zip(s.verdicts).enumerate() {
-            p.offer(k, e, *v, Prediction::of_execution(s.predictions, k));
+            let prediction = predicted.next_if(|p| p.0 as usize == k).map(|p| p.1);
+            p.offer(k, e, *v, prediction);
         }
         Ok(())
     }
