@@ -77,7 +77,7 @@ fn the_model_detector_finds_calls_slow_for_their_size() {
     let models = d.join("models");
     let table = run_ok(
         Command::new(exe())
-            .args(["model", "train"])
+            .args(["model", "train", "--provenance"])
             .arg(&prov)
             .args(["--all-functions", "-o"])
             .arg(&models),

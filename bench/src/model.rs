@@ -61,7 +61,10 @@ pub(crate) fn model_section(b: &mut Bench) -> anyhow::Result<()> {
          `3 + 0.002·x0² + 5·x1` with 2 % noise; further inputs are noise. The default profile \
          scores every candidate on 5 folds; eiger-2016 trains and scores on all rows. The pool \
          grows with the predictors p: 1 + 7p unary functions, p(p+1)/2 products and p(p−1) \
-         quotients (489 candidates at p = 16).",
+         quotients (489 candidates at p = 16). eiger-2016 is not run past 4 predictors: it \
+         scores on its own training rows with threshold 0, so the noise inputs keep buying \
+         terms (10 terms at p = 4) and its selection runs for minutes; that is the behaviour \
+         the default profile's held-out scoring avoids.",
     );
     let mut rows_out = Vec::new();
     let mut series_default = Vec::new();
@@ -70,6 +73,7 @@ pub(crate) fn model_section(b: &mut Bench) -> anyhow::Result<()> {
         let t = table(n, 2, 7);
         let (d, dk) = time_training(&t, Profile::Default)?;
         let (e, ek) = time_training(&t, Profile::Eiger2016)?;
+        eprintln!("bench: model: {n} rows, 2 predictors: default {d:.2} s, eiger-2016 {e:.2} s");
         series_default.push((n as f64, d));
         series_2016.push((n as f64, e));
         rows_out.push(vec![
@@ -84,14 +88,23 @@ pub(crate) fn model_section(b: &mut Bench) -> anyhow::Result<()> {
     for &p in &predictor_counts {
         let t = table(wide_rows, p, 11);
         let (d, dk) = time_training(&t, Profile::Default)?;
-        let (e, ek) = time_training(&t, Profile::Eiger2016)?;
+        eprintln!("bench: model: {wide_rows} rows, {p} predictors: default {d:.2} s");
+        // eiger-2016 scores on its training rows with threshold 0, so
+        // noise inputs keep buying terms: past 4 predictors its selection
+        // runs for minutes (each step refits hundreds of growing designs).
+        let (e, ek) = if p <= 4 {
+            let (e, ek) = time_training(&t, Profile::Eiger2016)?;
+            (f(e, 3), ek.to_string())
+        } else {
+            ("not run".into(), "—".into())
+        };
         rows_out.push(vec![
             wide_rows.to_string(),
             p.to_string(),
             f(d, 3),
             dk.to_string(),
-            f(e, 3),
-            ek.to_string(),
+            e,
+            ek,
         ]);
     }
     b.table(

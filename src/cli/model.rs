@@ -60,8 +60,13 @@ struct InputArgs {
 
 #[derive(Args)]
 struct TrainArgs {
-    #[command(flatten)]
-    input: InputArgs,
+    /// The input file(s) (see `model table`).
+    #[arg(required_unless_present = "provenance")]
+    input: Vec<PathBuf>,
+    /// A provenance file of `run --model-samples N` (the same as giving it
+    /// as the input).
+    #[arg(long, conflicts_with = "input")]
+    provenance: Option<PathBuf>,
     /// The metric to model (default: `runtime` for tables, `exclusive_us`
     /// for provenance samples).
     #[arg(long)]
@@ -280,14 +285,17 @@ fn report_training(trained: &Trained, out: &mut dyn Write) -> std::io::Result<()
     write!(out, "{}", describe(&trained.model))
 }
 
-fn run_train(t: TrainArgs) -> anyhow::Result<()> {
+fn run_train(mut t: TrainArgs) -> anyhow::Result<()> {
+    if let Some(p) = t.provenance.take() {
+        t.input = vec![p];
+    }
     if t.all_functions {
-        return from_runs::train_all_functions(&t.input.input, &t.out, t.min_rows, |target| {
+        return from_runs::train_all_functions(&t.input, &t.out, t.min_rows, |target| {
             train_options(&t, target)
         });
     }
-    let provenance = is_provenance(&t.input.input[0]);
-    let table = load_table(&t.input.input, t.function.as_deref())?;
+    let provenance = is_provenance(&t.input[0]);
+    let table = load_table(&t.input, t.function.as_deref())?;
     let target = t.target.clone().unwrap_or_else(|| {
         if provenance {
             "exclusive_us"
