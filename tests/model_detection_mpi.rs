@@ -113,6 +113,44 @@ fn the_model_detector_finds_calls_slow_for_their_size() {
             "model detector on {np} AD ranks: precision {p}, recall {r}"
         );
     }
+    // `inspect` shows what the model predicted for the worst anomalies,
+    // and labels ranks with their program.
+    let prov = d.join("model.h5");
+    run_scored(
+        2,
+        &data,
+        &d.join("mp.json"),
+        &[
+            "--algorithm",
+            "model",
+            "--models",
+            models.to_str().unwrap(),
+            "--out",
+            prov.to_str().unwrap(),
+        ],
+    );
+    let text = run_ok(
+        Command::new(exe())
+            .args(["inspect", "--worst", "3"])
+            .arg(&prov),
+    );
+    assert_eq!(text.matches("model predicted").count(), 3, "{text}");
+    assert!(text.contains(" on modelled:"), "{text}");
+    let json = run_ok(
+        Command::new(exe())
+            .args(["inspect", "--json", "--worst", "2"])
+            .arg(&prov),
+    );
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["completed"], true);
+    assert_eq!(doc["worst"].as_array().unwrap().len(), 2);
+    let ratio = doc["worst"][0]["model_ratio"].as_f64().unwrap();
+    assert!(ratio > 2.0, "the worst call took {ratio}x its prediction");
+    assert!(
+        doc["attributes"]["configuration"].is_array(),
+        "{}",
+        doc["attributes"]
+    );
     // Modal, too, flags large calls that are normal for their size.
     let (p, _, fp_modal, _) = run_scored(
         2,

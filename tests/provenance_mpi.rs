@@ -322,6 +322,15 @@ fn a_killed_run_leaves_a_readable_file_with_every_flushed_step() {
     assert_eq!(p.steps.len(), 16);
     assert!(!p.functions.is_empty());
     assert!(!p.func_stats.is_empty());
+    // `inspect` says so, first thing, for people and for scripts.
+    let text = run_ok(Command::new(exe()).arg("inspect").arg(&out));
+    assert!(
+        text.starts_with("warning: the run did not complete") && text.contains("8 step(s)"),
+        "{text}"
+    );
+    let json = run_ok(Command::new(exe()).args(["inspect", "--json"]).arg(&out));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["completed"], false);
 }
 
 fn fails_on_every_rank(cmd: &mut Command, expect: &str) {

@@ -1,10 +1,12 @@
 //! `chimbuko-mpi inspect` and `export`: reading a provenance file back.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use chimbuko_mpi::output::read::{export_json, print_inspect, Provenance};
+use chimbuko_mpi::output::inspect::{inspect_json, print_inspect, InspectOptions};
+use chimbuko_mpi::output::read::{export_json, Provenance};
 use chimbuko_mpi::output::ross::{is_ross_file, RossProvenance};
 
 /// The flags of `inspect`.
@@ -15,6 +17,12 @@ pub struct InspectArgs {
     /// Rows of the per-function table.
     #[arg(long, default_value_t = 10)]
     top: usize,
+    /// Worst anomalies listed with their call stacks.
+    #[arg(long, default_value_t = 5)]
+    worst: usize,
+    /// One JSON document on stdout instead of text (for scripts).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The flags of `export`.
@@ -35,13 +43,28 @@ pub struct ExportArgs {
 /// Runs `inspect`.
 pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
     if is_ross_file(&a.file)? {
+        if a.json {
+            anyhow::bail!(
+                "{}: the file of a ROSS analysis has no JSON summary; `export --json` writes its tables as JSON",
+                a.file.display()
+            );
+        }
         let p = RossProvenance::load(&a.file)?;
         p.print_inspect(&mut std::io::stdout().lock(), a.top)?;
         return Ok(());
     }
     let p = Provenance::load(&a.file)?;
-    let stdout = std::io::stdout();
-    print_inspect(&p, &mut stdout.lock(), a.top)?;
+    let o = InspectOptions {
+        top: a.top,
+        worst: a.worst,
+    };
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &inspect_json(&p, o))?;
+        writeln!(out)?;
+    } else {
+        print_inspect(&p, &mut out, o)?;
+    }
     Ok(())
 }
 

@@ -21,6 +21,7 @@
 pub mod collect;
 pub mod consumer;
 pub mod hdf5file;
+pub mod inspect;
 pub mod labels_csv;
 pub mod provenance;
 pub mod read;

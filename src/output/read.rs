@@ -1,6 +1,7 @@
-//! Reading a provenance file back: `chimbuko-mpi inspect` (a summary for
-//! people) and `chimbuko-mpi export --json` (Chimbuko's JSON documents, so
-//! that existing Chimbuko analysis scripts work on our output).
+//! Reading a provenance file back ([`Provenance`]; `inspect`'s summary is
+//! in [`super::inspect`]) and `chimbuko-mpi export --json` (Chimbuko's JSON
+//! documents, so that existing Chimbuko analysis scripts work on our
+//! output).
 //!
 //! Reads with the serial HDF5 driver: no MPI needed.
 
@@ -141,7 +142,7 @@ impl Provenance {
     }
 }
 
-fn slice<T>(v: &[T], start: u64, len: u32) -> &[T] {
+pub(super) fn slice<T>(v: &[T], start: u64, len: u32) -> &[T] {
     let s = (start as usize).min(v.len());
     let e = (s + len as usize).min(v.len());
     &v[s..e]
@@ -317,7 +318,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
 }
 
 /// The record's own frames (its GPU parent's stack follows them).
-fn own_stack(rows: &[CallStackRow]) -> &[CallStackRow] {
+pub(super) fn own_stack(rows: &[CallStackRow]) -> &[CallStackRow] {
     let n = rows.iter().take_while(|r| r.of_gpu_parent == 0).count();
     &rows[..n]
 }
@@ -421,84 +422,4 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
     )?;
     done.push(("ad_model.json".to_owned(), n));
     Ok(done)
-}
-
-/// The human summary of `chimbuko-mpi inspect`.
-pub fn print_inspect(p: &Provenance, out: &mut dyn Write, top: usize) -> std::io::Result<()> {
-    writeln!(out, "run")?;
-    for (k, v) in &p.attrs {
-        writeln!(out, "  {k}: {v}")?;
-    }
-    let anomalies: Vec<&ExecRecord> = p.kept(0).map(|(_, r)| r).collect();
-    let in_situ = p.collections[0]
-        .records
-        .iter()
-        .filter(|r| r.label == LABEL_ANOMALY)
-        .count();
-    writeln!(
-        out,
-        "\n{} anomalies ({} labelled in situ; {} normal samples), {} functions, {} steps x streams",
-        anomalies.len(),
-        in_situ,
-        p.kept(1).count(),
-        p.functions.len(),
-        p.steps.len()
-    )?;
-
-    let mut by_func: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
-    let mut by_rank: BTreeMap<(u32, u64), u64> = BTreeMap::new();
-    for r in &anomalies {
-        let e = by_func.entry(r.fid).or_default();
-        e.0 += 1;
-        e.1 = e.1.max(r.final_score);
-        *by_rank.entry((r.pid, r.rid)).or_default() += 1;
-    }
-    let mut funcs: Vec<(u32, (u64, f64))> = by_func.into_iter().collect();
-    funcs.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-    writeln!(out, "\nanomalies per function")?;
-    writeln!(out, "{:>9} {:>10}  function", "anomalies", "max score")?;
-    for (fid, (n, max)) in funcs.iter().take(top) {
-        writeln!(out, "{n:>9} {max:>10.2}  {}", p.function_name(*fid))?;
-    }
-    writeln!(out, "\nanomalies per rank (program:rank)")?;
-    let line: Vec<String> = by_rank
-        .iter()
-        .map(|((pid, rid), n)| format!("{pid}:{rid}={n}"))
-        .collect();
-    writeln!(out, "  {}", line.join("  "))?;
-
-    let mut worst: Vec<(usize, &ExecRecord)> = p.kept(0).collect();
-    worst.sort_by(|a, b| {
-        b.1.final_score
-            .total_cmp(&a.1.final_score)
-            .then(a.1.event_id.as_str().cmp(b.1.event_id.as_str()))
-    });
-    writeln!(out, "\nworst anomalies")?;
-    let d = &p.collections[0];
-    for (_, r) in worst.iter().take(top.min(5)) {
-        writeln!(
-            out,
-            "  {} {} on rank {} thread {}: exclusive {} us, total {} us, score {:.2}, step {}",
-            r.event_id.as_str(),
-            p.function_name(r.fid),
-            r.rid,
-            r.tid,
-            r.runtime_exclusive,
-            r.runtime_total,
-            r.final_score,
-            r.io_step
-        )?;
-        for f in own_stack(slice(&d.call_stack, r.call_stack_start, r.call_stack_len)) {
-            writeln!(
-                out,
-                "      {:indent$}{} ({}{})",
-                "",
-                p.function_name(f.fid),
-                f.event_id.as_str(),
-                if f.exit == 0 { ", still running" } else { "" },
-                indent = 2 * f.level as usize
-            )?;
-        }
-    }
-    Ok(())
 }
