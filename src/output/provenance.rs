@@ -307,7 +307,15 @@ impl LabelConsumer for ProvenanceOutput {
             }
             w.snapshot_models(ctx.coll, end.steps, ctx.detector, ctx.names);
         }
-        self.close(ctx, end, relabel)
+        let path = self.writer.as_ref().map(|w| w.path().to_path_buf());
+        let closed = self.close(ctx, end, relabel);
+        // Where the results are, said again at the end of the output,
+        // where a user looks for it.
+        if let (Ok(()), Some(p), 0) = (&closed, path, ctx.coll.rank()) {
+            let mb = std::fs::metadata(&p).map_or(0.0, |m| m.len() as f64 / 1e6);
+            eprintln!("run: provenance written to {} ({mb:.1} MB)", p.display());
+        }
+        closed
     }
 
     fn abort(&mut self, ctx: &RunContext<'_>, end: &RunEnd) -> anyhow::Result<()> {
