@@ -354,6 +354,20 @@ fn bad_output_paths_fail_clearly_on_every_rank() {
         &data,
         &["--ranks", "2", "--steps", "2", "--events-per-step", "500"],
     );
+    // A run that fails before its first step (more application ranks
+    // claimed than there are streams) leaves no file to block its re-run.
+    let early = dir.path().join("early.h5");
+    let out = run_cmd(2, &data, &early)
+        .args(["--app-ranks", "4", "--open-timeout", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        !early.exists(),
+        "a run without a step left {}",
+        early.display()
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was removed"));
     // An existing file is never replaced silently.
     let existing = dir.path().join("exists.h5");
     std::fs::write(&existing, b"precious").unwrap();

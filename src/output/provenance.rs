@@ -321,7 +321,22 @@ impl LabelConsumer for ProvenanceOutput {
     fn abort(&mut self, ctx: &RunContext<'_>, end: &RunEnd) -> anyhow::Result<()> {
         // Best effort: the file keeps every flushed step and says the run
         // did not complete.
-        self.close(ctx, end, false)
+        let path = self.writer.as_ref().map(|w| w.path().to_path_buf());
+        let closed = self.close(ctx, end, false);
+        // A run that failed before its first step has nothing to keep, and
+        // an empty file left behind would only block the re-run (it exists,
+        // so the next run wants --overwrite).
+        if end.steps == 0 && ctx.coll.rank() == 0 {
+            if let Some(p) = path {
+                if std::fs::remove_file(&p).is_ok() {
+                    eprintln!(
+                        "run: no step was analysed: the provenance file {} was removed",
+                        p.display()
+                    );
+                }
+            }
+        }
+        closed
     }
 }
 
