@@ -77,19 +77,35 @@ fn records(p: &Provenance, c: usize) -> Vec<String> {
     v
 }
 
-#[test]
-fn model_detector_labels_do_not_depend_on_the_number_of_ad_ranks() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
+/// The demo scenario (`steps` steps of `events` events) and the models of
+/// [`write_models`], in `dir`.
+fn demo_with_models(
+    dir: &Path,
+    steps: u32,
+    events: u32,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let data = dir.join("data");
     run_ok(
         Command::new(exe())
             .arg("synth")
             .arg("--out")
             .arg(&data)
-            .args(["--steps", "5", "--events-per-step", "2000"]),
+            .args([
+                "--steps",
+                &steps.to_string(),
+                "--events-per-step",
+                &events.to_string(),
+            ]),
     );
-    let models = dir.path().join("models");
+    let models = dir.join("models");
     write_models(&models);
+    (data, models)
+}
+
+#[test]
+fn model_detector_labels_do_not_depend_on_the_number_of_ad_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, models) = demo_with_models(dir.path(), 5, 2000);
     let mut seen = Vec::new();
     for np in [1usize, 2, 4] {
         let out = dir.path().join(format!("prov-{np}.h5"));
@@ -162,16 +178,7 @@ fn model_detector_labels_do_not_depend_on_the_number_of_ad_ranks() {
 #[test]
 fn a_model_of_something_that_is_not_a_feature_stops_the_run_before_the_first_step() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(&data)
-            .args(["--steps", "2", "--events-per-step", "500"]),
-    );
-    let models = dir.path().join("models");
-    write_models(&models);
+    let (data, models) = demo_with_models(dir.path(), 2, 500);
     std::fs::write(
         models.join("0001-isend.json"),
         r#"{"format": "chimbuko-mpi-model", "version": 1, "target": "exclusive_us",
