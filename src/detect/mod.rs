@@ -366,12 +366,5 @@ pub struct ModeSnapshot {
 
 /// FNV-1a over words: a cheap, stable digest for cross-rank model checks.
 pub fn fnv1a(words: impl IntoIterator<Item = u64>) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
+    crate::util::hash::fnv1a(words.into_iter().flat_map(u64::to_le_bytes))
 }

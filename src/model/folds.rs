@@ -4,6 +4,8 @@
 //! first k − 1 test folds, the rest in the last), or test rows given
 //! explicitly (how Eiger's golden models are reproduced).
 
+use crate::util::hash::splitmix64;
+
 /// One split: rows to fit on and rows to score on (indices into the rows
 /// being modelled).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,11 +99,7 @@ impl SplitMix {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(&mut self.0)
     }
 
     /// Uniform in `0..n` (n > 0), without modulo bias worth noting for

@@ -23,6 +23,7 @@ use crate::collectives::Collectives;
 use crate::events::features::{counter_features, fixed_features, FixedFeatures, FIXED_COUNT};
 use crate::events::names::GlobalNames;
 use crate::events::Execution;
+use crate::util::hash::{fnv1a, mix64, splitmix64};
 
 use super::consumer::LabelledStep;
 use super::records::{fixed, ModelSampleCounterRow, ModelSampleRow};
@@ -63,26 +64,18 @@ impl Ord for Candidate {
 /// The sampling hash of an execution (splitmix64's finaliser over its
 /// identity; the function enters as a hash of its name).
 pub fn sample_hash(program: u32, rank: u64, thread: u64, entry: u64, name_hash: u64) -> u64 {
-    fn mix(mut z: u64) -> u64 {
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     let mut h = name_hash;
     for w in [program as u64, rank, thread, entry] {
-        h = mix(h ^ mix(w.wrapping_add(0x9e37_79b9_7f4a_7c15)));
+        // One SplitMix64 step from state `w`, mixed into the hash.
+        let mut state = w;
+        h = mix64(h ^ splitmix64(&mut state));
     }
     h
 }
 
 /// FNV-1a of a function name.
 pub fn name_hash(name: &str) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in name.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    fnv1a(name.bytes())
 }
 
 /// One AD rank's bottom-N sample of every function.

@@ -2,20 +2,13 @@
 //! scenario and seed give the same trace on every machine and version.
 
 use super::scenario::Dist;
+use crate::util::hash::splitmix64;
 
 /// xoshiro256** state (with a spare normal deviate from Box–Muller pairs).
 #[derive(Debug, Clone)]
 pub struct Rng {
     s: [u64; 4],
     spare_normal: Option<f64>,
-}
-
-fn splitmix64(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl Rng {

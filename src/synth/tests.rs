@@ -8,17 +8,13 @@ use super::generator::{ET_ENTRY, ET_SEND};
 use super::law::{predict, CallInputs};
 use super::{generate_rank, Scenario, TruthRow};
 use crate::trace::format::*;
+use crate::util::hash::fnv1a;
 
 /// FNV-1a over every row, attribute and ground-truth row of all ranks: one
 /// number that changes if any byte of the written streams would.
 fn fingerprint(sc: &Scenario) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut all: Vec<u8> = Vec::new();
+    let mut eat = |bytes: &[u8]| all.extend_from_slice(bytes);
     for rank in 0..sc.ranks {
         let (steps, truth) = generate_rank(sc, rank);
         for s in &steps {
@@ -36,7 +32,7 @@ fn fingerprint(sc: &Scenario) -> u64 {
             eat(format!("{t:?}").as_bytes());
         }
     }
-    h
+    fnv1a(all)
 }
 
 fn shipped(name: &str) -> Scenario {

@@ -1,6 +1,7 @@
 //! Small helpers shared by several rooms: CSV fields and lines
-//! ([`csv`]), UTC dates ([`utc`]), the launcher's rank ([`launcher`]).
+//! ([`csv`]), stable hashes ([`hash`]), UTC dates ([`utc`]), the launcher's rank ([`launcher`]).
 
 pub mod csv;
+pub mod hash;
 pub mod launcher;
 pub mod utc;
