@@ -32,7 +32,6 @@ use super::stats::exact::MOMENT_SUM_WORDS;
 use super::{fnv1a, Detector, ModelSnapshot, Prediction, Verdict, Wire};
 use crate::model::features::{self, FIXED};
 use crate::model::format::json;
-use crate::model::function::Function;
 use crate::model::library::{Index, ModelLibrary, INDEX};
 use crate::model::model::Model;
 
@@ -58,14 +57,10 @@ struct Plan {
     inputs: Vec<Input>,
     /// The model as JSON text (what the provenance file keeps).
     json: String,
-    /// The model has one cluster to evaluate (no nearest-centre search).
-    one_cluster: bool,
-    /// The rotation, row after row (one row per input).
-    rotation: Vec<f64>,
 }
 
-/// Inputs and rotated columns evaluated on the stack (models are small;
-/// bigger ones take `Model::predict_one`).
+/// Inputs gathered on the stack (models are small; bigger ones take a
+/// vector).
 const STACK: usize = 16;
 
 /// A model the detector uses, as the provenance file records it.
@@ -94,27 +89,6 @@ pub struct ModelDetector {
     split: [usize; 4],
     /// The next merge is a further round of the fallback alone.
     fallback_round: bool,
-}
-
-/// `f` on rotated inputs `xr`, as [`Function::eval`] gives it, without a
-/// call to `pow` for the linear terms (`|x|^1`, the most common): `pow(x,
-/// 1)` is `x` exactly, and the detector evaluates a model for every
-/// execution of a modelled function (the unit tests check the identity;
-/// other exponents keep `pow`, which is not always the correctly rounded
-/// product).
-#[inline]
-fn eval(f: &Function, xr: &[f64]) -> f64 {
-    match *f {
-        Function::Power { i, n: 1.0 } => {
-            let x = xr[i];
-            if x == 0.0 {
-                1.0
-            } else {
-                x.abs()
-            }
-        }
-        _ => f.eval(xr),
-    }
 }
 
 /// The file each function's model came from, for messages: the index
@@ -239,8 +213,6 @@ impl ModelDetector {
         }
         Ok(Plan {
             json: json::write(&model),
-            one_cluster: model.clusters.len() == 1 || model.means.is_empty(),
-            rotation: model.rotation.concat(),
             function,
             model,
             target,
@@ -269,35 +241,18 @@ impl ModelDetector {
             Input::Counter(_, None) => 0.0,
         };
         let runtime = fixed.get(plan.target).copied().unwrap_or(0);
-        let m = &plan.model;
-        let (n, p) = (plan.inputs.len(), m.rotated_columns());
-        let predicted = if plan.one_cluster && n <= STACK && p <= STACK {
-            // The common case without allocating (this runs for every
-            // execution of a modelled function): the same arithmetic, in
-            // the same order, as `Model::predict_one`, so the same bits.
+        let n = plan.inputs.len();
+        // This runs for every execution of a modelled function: the inputs
+        // of the usual small model are gathered without allocating.
+        let predicted = if n <= STACK {
             let mut x = [0.0f64; STACK];
             for (slot, i) in x.iter_mut().zip(&plan.inputs) {
                 *slot = value(i);
             }
-            let x = &x[..n];
-            let mut xr = [0.0f64; STACK];
-            for (c, slot) in xr.iter_mut().enumerate().take(p) {
-                *slot = x
-                    .iter()
-                    .zip(plan.rotation.chunks_exact(p))
-                    .map(|(v, r)| v * r[c])
-                    .sum();
-            }
-            let xr = &xr[..p];
-            m.clusters[0]
-                .terms
-                .iter()
-                .map(|t| t.weight * eval(&t.function, xr))
-                .sum::<f64>()
-                .abs()
+            plan.model.predict_one(&x[..n])
         } else {
             let x: Vec<f64> = plan.inputs.iter().map(value).collect();
-            m.predict_one(&x)
+            plan.model.predict_one(&x)
         };
         Prediction::of(runtime, predicted)
     }

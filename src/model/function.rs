@@ -59,6 +59,11 @@ impl Function {
             Function::Power { i, n } => {
                 if x[i] == 0.0 {
                     1.0
+                } else if n == 1.0 {
+                    // `pow(x, 1)` is `x` exactly; linear terms are the most
+                    // common, and the model detector evaluates them for
+                    // every execution of a modelled function.
+                    x[i].abs()
                 } else {
                     x[i].abs().powf(n)
                 }
@@ -309,6 +314,29 @@ mod tests {
         assert_eq!(Function::Log2 { i: 1 }.eval(&x), 2.0);
         assert_eq!(Function::Product { i: 1, j: 1 }.eval(&x), 16.0);
         assert!(Function::Quotient { i: 1, j: 0 }.eval(&x).is_infinite());
+    }
+
+    #[test]
+    fn powers_are_pow_bit_for_bit() {
+        // The linear shortcut gives what `pow` gives, for any value.
+        let pow = |x: f64, n: f64| if x == 0.0 { 1.0 } else { x.abs().powf(n) };
+        let mut x = 0.123_456_789f64;
+        for k in 0..2000 {
+            x = x * 1.618_033_988_7 + (k as f64) * 1e-3;
+            let v = if k % 2 == 0 { x } else { -x / 7.0 };
+            for xr in [[v, 0.0], [0.0, v], [1e-300 * v, v * 1e150]] {
+                for n in [1.0, 2.0, 0.5, 3.0, -1.0] {
+                    for i in 0..2 {
+                        let f = Function::Power { i, n };
+                        assert_eq!(
+                            f.eval(&xr).to_bits(),
+                            pow(xr[i], n).to_bits(),
+                            "{f:?} {xr:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -21,9 +21,9 @@ fn dist2(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The index of the centre nearest to `row` (the first on ties).
-pub fn nearest(centres: &[Vec<f64>], row: &[f64]) -> usize {
+pub fn nearest<'a>(centres: impl IntoIterator<Item = &'a [f64]>, row: &[f64]) -> usize {
     let mut best = (0, f64::INFINITY);
-    for (c, centre) in centres.iter().enumerate() {
+    for (c, centre) in centres.into_iter().enumerate() {
         let d = dist2(centre, row);
         if d < best.1 {
             best = (c, d);
@@ -61,7 +61,7 @@ pub fn kmeans(rows: &[Vec<f64>], k: usize, seed: u64) -> Clusters {
     while centres.len() < k {
         let d: Vec<f64> = rows
             .iter()
-            .map(|r| dist2(&centres[nearest(&centres, r)], r))
+            .map(|r| dist2(&centres[nearest(centres.iter().map(Vec::as_slice), r)], r))
             .collect();
         let total: f64 = d.iter().sum();
         if total == 0.0 {
@@ -78,14 +78,20 @@ pub fn kmeans(rows: &[Vec<f64>], k: usize, seed: u64) -> Clusters {
         }
         centres.push(rows[pick].clone());
     }
-    let mut assignment: Vec<usize> = rows.iter().map(|r| nearest(&centres, r)).collect();
+    let mut assignment: Vec<usize> = rows
+        .iter()
+        .map(|r| nearest(centres.iter().map(Vec::as_slice), r))
+        .collect();
     for _ in 0..300 {
         for (c, centre) in centres.iter_mut().enumerate() {
             if assignment.contains(&c) {
                 *centre = mean_of(rows, (0..rows.len()).filter(|&r| assignment[r] == c), dim);
             }
         }
-        let next: Vec<usize> = rows.iter().map(|r| nearest(&centres, r)).collect();
+        let next: Vec<usize> = rows
+            .iter()
+            .map(|r| nearest(centres.iter().map(Vec::as_slice), r))
+            .collect();
         if next == assignment {
             break;
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::function::Function;
 use crate::model::kmeans::nearest;
-use crate::model::pca::column_mean_std;
+use crate::model::pca::{column_mean_std, project_into};
 use crate::model::pyfmt::py_repr;
 use crate::model::table::{Table, TableError};
 
@@ -129,10 +129,21 @@ impl Model {
 
     /// `x @ R` for one row of inputs.
     pub fn rotate(&self, x: &[f64]) -> Vec<f64> {
-        let p = self.rotated_columns();
-        (0..p)
-            .map(|c| x.iter().zip(&self.rotation).map(|(v, r)| v * r[c]).sum())
-            .collect()
+        let mut out = vec![0.0; self.rotated_columns()];
+        project_into(x, &self.rotation, &mut out);
+        out
+    }
+
+    /// The cluster whose centre is nearest to the rotated inputs `xr`
+    /// normalised by `mu` and `sigma` (the first on ties).
+    fn nearest_cluster(&self, xr: &[f64], mu: &[f64], sigma: &[f64]) -> usize {
+        let z: Vec<f64> = xr
+            .iter()
+            .zip(mu)
+            .zip(sigma)
+            .map(|((v, m), s)| (v - m) / s)
+            .collect();
+        nearest(self.clusters.iter().map(|c| c.centre.as_slice()), &z)
     }
 
     /// The prediction of one cluster's terms on rotated inputs.
@@ -153,38 +164,34 @@ impl Model {
         if self.clusters.len() == 1 {
             return xr.iter().map(|x| self.cluster_prediction(0, x)).collect();
         }
-        let p = self.rotated_columns();
-        let (mu, sigma) = column_mean_std(&xr, p);
-        let centres: Vec<Vec<f64>> = self.clusters.iter().map(|c| c.centre.clone()).collect();
+        let (mu, sigma) = column_mean_std(&xr, self.rotated_columns());
         xr.iter()
-            .map(|x| {
-                let z: Vec<f64> = x
-                    .iter()
-                    .zip(&mu)
-                    .zip(&sigma)
-                    .map(|((v, m), s)| (v - m) / s)
-                    .collect();
-                self.cluster_prediction(nearest(&centres, &z), x)
-            })
+            .map(|x| self.cluster_prediction(self.nearest_cluster(x, &mu, &sigma), x))
             .collect()
     }
 
     /// The prediction for one row on its own (the detector's case): the
     /// cluster is chosen with the training means and stds, since a single
-    /// row has no spread of its own.
+    /// row has no spread of its own. The model detector calls this for
+    /// every execution of a modelled function, so the rotated inputs of
+    /// the usual small model stay on the stack.
     pub fn predict_one(&self, x: &[f64]) -> f64 {
-        let xr = self.rotate(x);
-        if self.clusters.len() == 1 || self.means.is_empty() {
-            return self.cluster_prediction(0, &xr);
-        }
-        let z: Vec<f64> = xr
-            .iter()
-            .zip(&self.means)
-            .zip(&self.stds)
-            .map(|((v, m), s)| (v - m) / s)
-            .collect();
-        let centres: Vec<Vec<f64>> = self.clusters.iter().map(|c| c.centre.clone()).collect();
-        self.cluster_prediction(nearest(&centres, &z), &xr)
+        let p = self.rotated_columns();
+        let mut stack = [0.0f64; 16];
+        let mut heap = Vec::new();
+        let xr: &mut [f64] = if p <= stack.len() {
+            &mut stack[..p]
+        } else {
+            heap.resize(p, 0.0);
+            &mut heap
+        };
+        project_into(x, &self.rotation, xr);
+        let cluster = if self.clusters.len() == 1 || self.means.is_empty() {
+            0
+        } else {
+            self.nearest_cluster(xr, &self.means, &self.stds)
+        };
+        self.cluster_prediction(cluster, xr)
     }
 
     /// The model's inputs from a table: the columns of its metrics, by

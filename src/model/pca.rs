@@ -63,6 +63,15 @@ pub fn rotation(x: &[Vec<f64>], m: usize) -> Vec<Vec<f64>> {
     r
 }
 
+/// `x @ R` for one row of inputs into `out` (one entry per rotated
+/// column): what training projects the table on and what a model applies
+/// to each row it predicts.
+pub fn project_into(x: &[f64], rotation: &[Vec<f64>], out: &mut [f64]) {
+    for (c, o) in out.iter_mut().enumerate() {
+        *o = x.iter().zip(rotation).map(|(v, r)| v * r[c]).sum();
+    }
+}
+
 /// Column means and standard deviations (ddof 1; zero becomes 1).
 pub fn column_mean_std(x: &[Vec<f64>], m: usize) -> (Vec<f64>, Vec<f64>) {
     let n = x.len() as f64;

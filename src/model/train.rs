@@ -26,7 +26,7 @@ use crate::model::function::{pool, Function, PoolFamilies, PoolOrder};
 use crate::model::kmeans::kmeans;
 use crate::model::lstsq;
 use crate::model::model::{adjusted, r_squared, ClusterModel, Model, Term, TrainingInfo};
-use crate::model::pca::{column_mean_std, rotation};
+use crate::model::pca::{column_mean_std, project_into, rotation};
 use crate::model::table::{Table, TableError};
 
 /// A training algorithm.
@@ -188,9 +188,9 @@ pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> 
     let xr: Vec<Vec<f64>> = x
         .iter()
         .map(|row| {
-            (0..p)
-                .map(|c| row.iter().zip(&rot).map(|(v, r)| v * r[c]).sum())
-                .collect()
+            let mut out = vec![0.0; p];
+            project_into(row, &rot, &mut out);
+            out
         })
         .collect();
     let (means, stds) = column_mean_std(&xr, p);
