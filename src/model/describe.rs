@@ -4,7 +4,7 @@
 //! rotated columns spelt out when the rotation is not the identity.
 
 use crate::model::format::json::column_names;
-use crate::model::model::Model;
+use crate::model::model::{Model, Term};
 
 /// A number with 3 significant digits, in exponent form when small or
 /// large (`1.00e-5`, `0.186`, `42.0`).
@@ -39,14 +39,24 @@ pub fn formula(model: &Model, cluster: usize) -> String {
         } else {
             s.push_str(&format!(" {sign} "));
         }
-        let f = t.function.describe(&names);
-        if f == "1" {
-            s.push_str(&short_number(t.weight));
-        } else {
-            s.push_str(&format!("{}·{f}", short_number(t.weight)));
-        }
+        s.push_str(&term_magnitude(t, &names));
     }
     format!("{target} ≈ |{s}|")
+}
+
+/// A term without its sign: `1.00e-5·size²`, or the bare weight for the
+/// constant.
+pub fn term_magnitude(t: &Term, names: &[String]) -> String {
+    match t.function.describe(names).as_str() {
+        "1" => short_number(t.weight),
+        f => format!("{}·{f}", short_number(t.weight)),
+    }
+}
+
+/// A term with its sign in front when negative: `−0.158·log2 size`.
+pub fn signed_term(t: &Term, names: &[String]) -> String {
+    let sign = if t.weight < 0.0 { "−" } else { "" };
+    format!("{sign}{}", term_magnitude(t, names))
 }
 
 /// Everything `model show` prints: inputs, the rotated columns when the

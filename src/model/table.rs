@@ -98,11 +98,12 @@ impl Table {
     /// finite number (`nan`, `inf` and text are refused with file, line and
     /// column). Blank lines are skipped.
     pub fn read_csv(path: &Path) -> Result<Table, TableError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TableError {
-            source: path.display().to_string(),
-            line: None,
-            column: None,
-            message: format!("cannot read: {e}"),
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            TableError::new(
+                &path.display().to_string(),
+                None,
+                format!("cannot read: {e}"),
+            )
         })?;
         Table::parse_csv(&text, &path.display().to_string())
     }
@@ -114,12 +115,7 @@ impl Table {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty());
         let Some((_, header)) = lines.next() else {
-            return Err(TableError {
-                source: source.to_owned(),
-                line: None,
-                column: None,
-                message: "empty table: no header row".into(),
-            });
+            return Err(TableError::new(source, None, "empty table: no header row"));
         };
         let columns: Vec<String> = split_csv(header.trim_end_matches('\r'))
             .into_iter()

@@ -442,10 +442,11 @@ fn default_selection(
     let all: Vec<usize> = (0..data.y.len()).collect();
     let kept: Vec<std::borrow::Cow<[f64]>> = chosen.iter().map(|&i| columns.get(i)).collect();
     let cols: Vec<&[f64]> = kept.iter().map(|c| c.as_ref()).collect();
-    let sol = lstsq::solve(&design(&cols, &all), &DVector::from_column_slice(&data.y));
+    let a = design(&cols, &all);
+    let sol = lstsq::solve(&a, &DVector::from_column_slice(&data.y));
     let (r2, adj) = match &sol {
         Some(s) if !chosen.is_empty() => {
-            let pred = design(&cols, &all) * DVector::from_column_slice(&s.weights);
+            let pred = &a * DVector::from_column_slice(&s.weights);
             let r2 = r_squared(&data.y, pred.as_slice());
             (r2, adjusted(r2, all.len(), chosen.len()))
         }

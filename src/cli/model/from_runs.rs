@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use clap::Args;
 
-use chimbuko_mpi::model::describe::short_number;
+use chimbuko_mpi::model::describe::{short_number, signed_term};
 use chimbuko_mpi::model::features;
 use chimbuko_mpi::model::format::json::column_names;
 use chimbuko_mpi::model::format::{model_text, ModelFormat};
@@ -171,14 +171,7 @@ fn scores(model: &Model, table: &Table, target: &str) -> anyhow::Result<(f64, f6
     let terms = model.clusters[0]
         .terms
         .iter()
-        .map(|t| {
-            // short_number gives the magnitude; the sign goes in front.
-            let sign = if t.weight < 0.0 { "−" } else { "" };
-            match t.function.describe(&names).as_str() {
-                "1" => format!("{sign}{}", short_number(t.weight)),
-                f => format!("{sign}{}·{f}", short_number(t.weight)),
-            }
-        })
+        .map(|t| signed_term(t, &names))
         .collect();
     Ok((r2, Statistics::of(&y, &p).mape, terms))
 }
