@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 
 use serde_json::{json, Value};
 
 use super::read::{own_stack, slice, Provenance};
 use super::records::{ExecRecord, LABEL_ANOMALY};
+use crate::trace::format::{split_stream_name, TAU_IO_NAME};
 
 /// What `inspect` shows.
 #[derive(Debug, Clone, Copy)]
@@ -24,15 +26,20 @@ pub struct InspectOptions {
 
 /// A program's short name from one of its streams' paths:
 /// `…/tau-metrics-main1-0.bp` → `main1` (TAU's default prefix and the
-/// rank suffix removed).
+/// rank removed; a name that is not TAU's keeps its file name).
 fn program_name(path: &str) -> String {
-    let file = path.rsplit('/').next().unwrap_or(path);
-    let stem = file.strip_suffix(".bp").unwrap_or(file);
-    let stem = match stem.rsplit_once('-') {
-        Some((head, rank)) if rank.chars().all(|c| c.is_ascii_digit()) => head,
-        _ => stem,
+    let p = Path::new(path);
+    let head = match split_stream_name(p) {
+        Some((head, _)) => head.to_owned(),
+        None => {
+            let file = p
+                .file_name()
+                .map_or(path.into(), |f| f.to_string_lossy().into_owned());
+            file.strip_suffix(".bp").map_or(file.clone(), str::to_owned)
+        }
     };
-    stem.strip_prefix("tau-metrics-").unwrap_or(stem).to_owned()
+    let tau = format!("{TAU_IO_NAME}-");
+    head.strip_prefix(&tau).map_or(head.clone(), str::to_owned)
 }
 
 /// Each program's name, by program index, from the `streams` table.

@@ -305,14 +305,20 @@ pub fn parse_attribute(key: &str, value: &str) -> Attribute {
     }
 }
 
-/// Extracts the application rank from a TAU stream name
-/// `<prefix>-<binary>-<rank>.bp` (or the SST name without `.bp`).
-pub fn rank_from_stream_name(path: &std::path::Path) -> Option<u64> {
+/// Splits a TAU stream name `<prefix>-<binary>-<rank>.bp` (or the SST
+/// name without `.bp`) into `<prefix>-<binary>` and the application rank.
+pub fn split_stream_name(path: &std::path::Path) -> Option<(&str, u64)> {
     let name = path.file_name()?.to_str()?;
     let stem = name.strip_suffix(".sst").unwrap_or(name);
     let stem = stem.strip_suffix(".bp").unwrap_or(stem);
-    let (_, rank) = stem.rsplit_once('-')?;
-    rank.parse().ok()
+    let (head, rank) = stem.rsplit_once('-')?;
+    Some((head, rank.parse().ok()?))
+}
+
+/// Extracts the application rank from a TAU stream name (see
+/// [`split_stream_name`]).
+pub fn rank_from_stream_name(path: &std::path::Path) -> Option<u64> {
+    split_stream_name(path).map(|(_, rank)| rank)
 }
 
 #[cfg(test)]
