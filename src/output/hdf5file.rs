@@ -8,9 +8,14 @@
 //! - each rank writes its own rows independently into a hyperslab that the
 //!   collectives computed (offsets by exclusive scan), so no two ranks ever
 //!   write the same bytes;
-//! - variable-length data cannot be written in parallel, hence fixed-length
-//!   strings in the tables (attributes may be variable-length: they are
-//!   written collectively with identical values).
+//! - variable-length data cannot be written in parallel (HDF5 1.10), hence
+//!   fixed-length strings in the tables; in the file they are
+//!   null-terminated (not null-padded, the Rust wrapper's default), so that
+//!   `h5dump` and C readers stop at the end of the text (attributes may be
+//!   variable-length: they are written collectively with identical values);
+//! - every table describes itself: its row type's description and each
+//!   column's description and unit become attributes of the dataset when
+//!   it is created (see `super::columns`).
 //!
 //! A collective call that fails on one rank while the others wait inside it
 //! would hang the job, so the writer (`super::ProvenanceWriter`) separates
@@ -22,15 +27,28 @@
 //! shared.
 
 use std::collections::HashMap;
+use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use hdf5::dataset::FillTime;
 use hdf5::file::MetadataCacheConfig;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, H5Type};
+use hdf5_sys::h5::{hsize_t, H5free_memory};
+use hdf5_sys::h5d::{H5D_fill_time_t, H5Dclose, H5Dcreate2};
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5p::{
+    H5Pclose, H5Pcreate, H5Pset_chunk, H5Pset_fill_time, H5P_CLS_DATASET_CREATE, H5P_DEFAULT,
+};
+use hdf5_sys::h5s::{H5Sclose, H5Screate_simple, H5S_UNLIMITED};
+use hdf5_sys::h5t::{
+    H5T_class_t, H5T_str_t, H5Tclose, H5Tcopy, H5Tcreate, H5Tget_class, H5Tget_member_name,
+    H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_size, H5Tinsert,
+    H5Tis_variable_str, H5Tset_strpad,
+};
 
 use crate::collectives::Collectives;
+use crate::output::columns::{array_description, clean_doc, DescribedRow};
 
 /// Bytes per chunk of an appendable table: large enough for efficient I/O,
 /// small enough that the many small tables of a short run stay small
@@ -120,21 +138,65 @@ impl ProvenanceFile {
     }
 
     /// Creates an empty appendable table (collective; idempotent).
-    pub fn create_table<T: H5Type>(&mut self, name: &str) -> anyhow::Result<()> {
+    pub fn create_table<T: DescribedRow>(&mut self, name: &str) -> anyhow::Result<()> {
         if self.tables.contains_key(name) {
             return Ok(());
         }
         self.ensure_groups(name)?;
+        let chunk = (CHUNK_BYTES / std::mem::size_of::<T>().max(1)).max(16);
         let ds = self
-            .file
-            .new_dataset::<T>()
-            .chunk((CHUNK_BYTES / std::mem::size_of::<T>().max(1)).max(16))
-            .fill_time(FillTime::Never)
-            .shape(0..)
-            .create(name)
+            .create_dataset::<T>(name, 0, Some(chunk))
             .with_context(|| format!("creating table {name}"))?;
         self.tables.insert(name.to_owned(), (ds, 0));
         Ok(())
+    }
+
+    /// Creates dataset `name` of `len` rows of `T` (appendable and chunked
+    /// when `chunk` is given), with null-terminated strings and its
+    /// description attributes (collective). The safe wrapper builds
+    /// datasets only from Rust types, whose strings are null-padded, hence
+    /// the raw calls; the rows are still written as `T` and HDF5 converts
+    /// the padding on the way.
+    fn create_dataset<T: DescribedRow>(
+        &self,
+        name: &str,
+        len: u64,
+        chunk: Option<usize>,
+    ) -> anyhow::Result<Dataset> {
+        let file_type = null_terminated_type::<T>()?;
+        let cname = CString::new(name).context("table name with a NUL byte")?;
+        let dims = [len as hsize_t];
+        let max = [if chunk.is_some() {
+            H5S_UNLIMITED
+        } else {
+            len as hsize_t
+        }];
+        // SAFETY: plain HDF5 C calls on identifiers this function creates
+        // and closes (the `Raw` guards), with pointers to live locals.
+        unsafe {
+            let space = Raw::new(H5Screate_simple(1, dims.as_ptr(), max.as_ptr()), H5Sclose)?;
+            let dcpl = Raw::new(H5Pcreate(*H5P_CLS_DATASET_CREATE), H5Pclose)?;
+            if let Some(c) = chunk {
+                check(H5Pset_chunk(dcpl.0, 1, [c as hsize_t].as_ptr()))?;
+            }
+            check(H5Pset_fill_time(
+                dcpl.0,
+                H5D_fill_time_t::H5D_FILL_TIME_NEVER,
+            ))?;
+            let ds = H5Dcreate2(
+                self.file.id(),
+                cname.as_ptr(),
+                file_type.0,
+                space.0,
+                H5P_DEFAULT,
+                dcpl.0,
+                H5P_DEFAULT,
+            );
+            drop(Raw::new(ds, H5Dclose)?);
+        }
+        let ds = self.file.dataset(name)?;
+        describe::<T>(&ds, name)?;
+        Ok(ds)
     }
 
     /// Current number of rows of an appendable table.
@@ -179,7 +241,7 @@ impl ProvenanceFile {
 
     /// Replaces a whole (small, global) table by an empty one of `len`
     /// rows (collective); fill it with [`ProvenanceFile::write_rows`].
-    pub fn recreate<T: H5Type>(&mut self, name: &str, len: u64) -> anyhow::Result<()> {
+    pub fn recreate<T: DescribedRow>(&mut self, name: &str, len: u64) -> anyhow::Result<()> {
         self.ensure_groups(name)?;
         self.tables.remove(name);
         if self.file.link_exists(name) {
@@ -188,11 +250,7 @@ impl ProvenanceFile {
                 .with_context(|| format!("replacing {name}"))?;
         }
         let ds = self
-            .file
-            .new_dataset::<T>()
-            .fill_time(FillTime::Never)
-            .shape((len as usize,))
-            .create(name)
+            .create_dataset::<T>(name, len, None)
             .with_context(|| format!("creating {name}"))?;
         self.tables.insert(name.to_owned(), (ds, len));
         Ok(())
@@ -246,6 +304,99 @@ impl ProvenanceFile {
             .close()
             .with_context(|| format!("closing {}", path.display()))
     }
+}
+
+/// An HDF5 identifier closed when dropped.
+struct Raw(hid_t, unsafe extern "C" fn(hid_t) -> i32);
+
+impl Raw {
+    /// Takes ownership of `id`, or fails when the call that made it did.
+    fn new(id: hid_t, close: unsafe extern "C" fn(hid_t) -> i32) -> anyhow::Result<Raw> {
+        if id < 0 {
+            bail!("HDF5 call failed (see the HDF5 error stack)");
+        }
+        Ok(Raw(id, close))
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is a valid identifier owned by this guard.
+        unsafe {
+            (self.1)(self.0);
+        }
+    }
+}
+
+/// Fails when an HDF5 call returned a negative status.
+fn check(status: i32) -> anyhow::Result<()> {
+    if status < 0 {
+        bail!("HDF5 call failed (see the HDF5 error stack)");
+    }
+    Ok(())
+}
+
+/// The file datatype of a table of `T`: `T`'s compound with every
+/// fixed-length string member null-terminated instead of null-padded
+/// (same sizes and offsets, so HDF5 converts row by row on write and read).
+fn null_terminated_type<T: H5Type>() -> anyhow::Result<Raw> {
+    let mem = hdf5::Datatype::from_type::<T>()?;
+    let id = mem.id();
+    // SAFETY: HDF5 C calls on `mem` (alive for the whole block) and on
+    // identifiers owned by `Raw` guards; member names are freed with
+    // HDF5's own allocator, as its documentation requires.
+    unsafe {
+        if H5Tget_class(id) != H5T_class_t::H5T_COMPOUND {
+            return Raw::new(H5Tcopy(id), H5Tclose);
+        }
+        let out = Raw::new(
+            H5Tcreate(H5T_class_t::H5T_COMPOUND, H5Tget_size(id)),
+            H5Tclose,
+        )?;
+        for i in 0..H5Tget_nmembers(id).max(0) as u32 {
+            let member = Raw::new(H5Tget_member_type(id, i), H5Tclose)?;
+            let member = Raw::new(H5Tcopy(member.0), H5Tclose)?;
+            if H5Tget_class(member.0) == H5T_class_t::H5T_STRING
+                && H5Tis_variable_str(member.0) == 0
+            {
+                check(H5Tset_strpad(member.0, H5T_str_t::H5T_STR_NULLTERM))?;
+            }
+            let name = H5Tget_member_name(id, i);
+            if name.is_null() {
+                bail!("HDF5 call failed (member name)");
+            }
+            let status = H5Tinsert(out.0, name, H5Tget_member_offset(id, i), member.0);
+            H5free_memory(name as *mut c_void);
+            check(status)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Writes the description attributes of table `name` (collective: the
+/// same values on every rank): `description`, and per column
+/// `<column>.description` and `<column>.unit`.
+fn describe<T: DescribedRow>(ds: &Dataset, name: &str) -> anyhow::Result<()> {
+    let put = |key: &str, text: &str| -> anyhow::Result<()> {
+        let v: VarLenUnicode = text.replace('\0', " ").parse().unwrap_or_default();
+        ds.new_attr::<VarLenUnicode>()
+            .create(key)
+            .and_then(|a| a.write_scalar(&v))
+            .with_context(|| format!("writing attribute {key} of {name}"))
+    };
+    let description = match clean_doc(T::DESCRIPTION) {
+        d if d.is_empty() => array_description(name).to_owned(),
+        d => d,
+    };
+    put("description", &description)?;
+    for c in T::COLUMNS {
+        put(
+            &format!("{}.description", c.name),
+            &clean_doc(c.description),
+        )?;
+        put(&format!("{}.unit", c.name), c.unit)?;
+    }
+    Ok(())
 }
 
 /// Why the file cannot be created ("" when it can).

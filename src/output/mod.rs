@@ -19,6 +19,7 @@
 //! calls HDF5. The layout is documented in `docs/provenance-schema.md`.
 
 pub mod collect;
+pub mod columns;
 pub mod consumer;
 pub mod hdf5file;
 pub mod inspect;

@@ -199,7 +199,7 @@ fn call_stack_json(p: &Provenance, rows: &[CallStackRow]) -> Value {
                     "exit": r.exit,
                     "fid": r.fid,
                     "func": p.function_name(r.fid),
-                    "event_id": r.event_id.as_str(),
+                    "event_id": chimbuko_event_id(r.event_id.as_str()),
                     "is_anomaly": r.is_anomaly != 0,
                 })
             })
@@ -234,8 +234,8 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
                 "exit": w.exit,
                 "fid": w.fid,
                 "func": p.function_name(w.fid),
-                "event_id": w.event_id.as_str(),
-                "parent_event_id": w.parent_event_id.as_str(),
+                "event_id": chimbuko_event_id(w.event_id.as_str()),
+                "parent_event_id": chimbuko_event_id(w.parent_event_id.as_str()),
                 "is_anomaly": w.is_anomaly != 0,
             })
         })
@@ -250,7 +250,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
                 "bytes": if m.bytes == u64::MAX { Value::Null } else { json!(m.bytes) },
                 "tag": m.tag,
                 "timestamp": m.timestamp,
-                "execdata_key": m.execdata_key.as_str(),
+                "execdata_key": chimbuko_event_id(m.execdata_key.as_str()),
             })
         })
         .collect();
@@ -271,7 +271,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
                 return json!(g.error.as_str());
             }
             json!({
-                "event_id": g.event_id.as_str(),
+                "event_id": chimbuko_event_id(g.event_id.as_str()),
                 "tid": g.tid,
                 "call_stack": call_stack_json(p, slice(&d.call_stack, g.call_stack_start, g.call_stack_len)),
             })
@@ -293,7 +293,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
         "__id": index,
         "version": 2,
         "pid": r.pid, "rid": r.rid, "tid": r.tid,
-        "event_id": r.event_id.as_str(),
+        "event_id": chimbuko_event_id(r.event_id.as_str()),
         "fid": r.fid,
         "func": p.function_name(r.fid),
         "entry": r.entry,
@@ -422,4 +422,29 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
     )?;
     done.push(("ad_model.json".to_owned(), n));
     Ok(done)
+}
+
+/// An event id of the file (`pid:rank:step:idx`) in Chimbuko's form
+/// (`rank:step:idx`) for the Chimbuko-compatible JSON; `root`, empty ids
+/// and ids of files written before the program index was added pass
+/// unchanged.
+pub fn chimbuko_event_id(id: &str) -> &str {
+    if id.bytes().filter(|&b| b == b':').count() == 3 {
+        id.split_once(':').map_or(id, |(_, rest)| rest)
+    } else {
+        id
+    }
+}
+
+#[cfg(test)]
+mod event_id_tests {
+    use super::chimbuko_event_id;
+
+    #[test]
+    fn json_ids_drop_the_program() {
+        assert_eq!(chimbuko_event_id("2:13:4:77"), "13:4:77");
+        assert_eq!(chimbuko_event_id("13:4:77"), "13:4:77");
+        assert_eq!(chimbuko_event_id("root"), "root");
+        assert_eq!(chimbuko_event_id(""), "");
+    }
 }

@@ -199,7 +199,10 @@ fn sample_row(
             value,
         });
     }
-    let id = format!("{}:{}:{}", c.key.rank, c.key.step, c.key.idx);
+    let id = format!(
+        "{}:{}:{}:{}",
+        c.key.program, c.key.rank, c.key.step, c.key.idx
+    );
     let f = &c.features;
     ModelSampleRow {
         fid: c.function,

@@ -150,7 +150,7 @@ impl ProvenanceWriter {
     /// (collective: every rank calls it with the same rows; rank 0 writes
     /// them). For the small tables written once: `run_tags`,
     /// `model_samples`, `model_detector`.
-    pub fn write_global_table<T: hdf5::H5Type>(
+    pub fn write_global_table<T: crate::output::columns::DescribedRow>(
         &mut self,
         coll: &Collectives,
         name: &str,

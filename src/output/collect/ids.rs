@@ -1,15 +1,22 @@
-//! Event ids as the provenance file stores them: `rank:step:idx`,
+//! Event ids as the provenance file stores them: `pid:rank:step:idx`,
 //! formatted on the stack (a record and its window carry a dozen of them).
+//! The program index makes them unique across the programs of a workflow
+//! (two programs both have a rank 0); the Chimbuko-compatible JSON export
+//! drops it again (`rank:step:idx`, Chimbuko's form).
 
 use super::*;
 
-/// `rank:step:idx`, formatted on the stack: a record and its window carry
-/// a dozen of these, and going through a heap `String` each time showed up
-/// in the collect phase of anomaly-heavy runs.
-pub(super) fn id_str(id: &ExecId) -> EventIdStr {
-    let mut buf = [0u8; 3 * 20 + 2];
+/// `pid:rank:step:idx` of execution `id` of program `pid`, formatted on
+/// the stack: a record and its window carry a dozen of these, and going
+/// through a heap `String` each time showed up in the collect phase of
+/// anomaly-heavy runs.
+pub(super) fn id_str(pid: u32, id: &ExecId) -> EventIdStr {
+    let mut buf = [0u8; 4 * 20 + 3];
     let mut len = 0;
-    for (k, v) in [id.rank, id.step, id.idx].into_iter().enumerate() {
+    for (k, v) in [pid as u64, id.rank, id.step, id.idx]
+        .into_iter()
+        .enumerate()
+    {
         if k > 0 {
             buf[len] = b':';
             len += 1;
@@ -38,6 +45,7 @@ fn write_decimal(mut v: u64, out: &mut [u8]) -> usize {
     n
 }
 
-pub(super) fn parent_str(p: Option<ExecId>) -> EventIdStr {
-    p.map_or_else(|| fixed("root"), |p| id_str(&p))
+/// The id of a caller in program `pid`, or `root`.
+pub(super) fn parent_str(pid: u32, p: Option<ExecId>) -> EventIdStr {
+    p.map_or_else(|| fixed("root"), |p| id_str(pid, &p))
 }

@@ -418,7 +418,9 @@ mod tests {
             (u64::MAX, u64::MAX, u64::MAX),
         ] {
             let id = ExecId { rank, step, idx };
-            assert_eq!(id_str(&id), fixed(&id.to_string()), "{id}");
+            for pid in [0, 7, u32::MAX] {
+                assert_eq!(id_str(pid, &id), fixed(&format!("{pid}:{id}")), "{id}");
+            }
         }
     }
 }

@@ -45,10 +45,11 @@ impl StreamProvenance {
                 record: rec_index,
                 offset,
                 fid: w.fid,
-                event_id: id_str(&w.id),
+                func: fixed(ctx.names.functions.name(w.fid)),
+                event_id: id_str(e.program, &w.id),
                 entry: w.entry,
                 exit: w.exit,
-                parent_event_id: parent_str(w.parent),
+                parent_event_id: parent_str(e.program, w.parent),
                 is_anomaly: w.is_anomaly as u8,
             });
             for c in &w.comms {
@@ -76,7 +77,7 @@ impl StreamProvenance {
             } else {
                 ctx.events.gpu_partner_of(i).ok_or(NO_HOST_ID)
             };
-            let row = self.gpu_parent(ctx, host, rec_index, &mut out.call_stack);
+            let row = self.gpu_parent(ctx, e.program, host, rec_index, &mut out.call_stack);
             out.gpu_parent.push(row);
         }
 
@@ -112,9 +113,10 @@ impl StreamProvenance {
             of_gpu_parent: 0,
             level: 0,
             fid: e.function,
+            func: fixed(names.functions.name(e.function)),
             entry: e.entry,
             exit: e.exit,
-            event_id: id_str(&e.id),
+            event_id: id_str(e.program, &e.id),
             is_anomaly: (v.label == Label::Anomaly) as u8,
         });
         close_record_links(&mut record, out);
@@ -134,7 +136,7 @@ impl StreamProvenance {
         out: &CollectionTables,
     ) -> ExecRecord {
         ExecRecord {
-            event_id: id_str(&e.id),
+            event_id: id_str(e.program, &e.id),
             event_rank: e.id.rank,
             event_step: e.id.step,
             event_idx: e.id.idx,
@@ -158,7 +160,7 @@ impl StreamProvenance {
             final_score: v.score,
             is_gpu_event: e.is_gpu as u8,
             hostname: fixed(&self.hostname),
-            parent_event_id: parent_str(e.parent()),
+            parent_event_id: parent_str(e.program, e.parent()),
             depth: e.depth,
             n_children: e.n_children,
             // The function index until the writer maps it to a model row.
@@ -201,9 +203,10 @@ impl StreamProvenance {
                 of_gpu_parent,
                 level,
                 fid,
+                func: fixed(ctx.names.functions.name(fid)),
                 entry,
                 exit,
-                event_id: id_str(id),
+                event_id: id_str(e.program, id),
                 is_anomaly: anomaly as u8,
             });
             level += 1;
@@ -240,6 +243,7 @@ impl StreamProvenance {
     fn gpu_parent(
         &self,
         ctx: &StepContext<'_>,
+        pid: u32,
         host: Result<ExecId, &str>,
         record: u64,
         call_stack: &mut Vec<CallStackRow>,
@@ -260,7 +264,7 @@ impl StreamProvenance {
                 return row;
             }
         };
-        row.event_id = id_str(&host);
+        row.event_id = id_str(pid, &host);
         match ctx.events.find(ctx.step, host) {
             Some(j) => {
                 let h = &ctx.events.executions[j];
@@ -327,7 +331,7 @@ pub(super) fn comm_row(record: u64, e: &Execution, c: &CommEvent, owner: &ExecId
         bytes: c.bytes.unwrap_or(u64::MAX),
         tag: c.tag,
         timestamp: c.ts,
-        execdata_key: id_str(owner),
+        execdata_key: id_str(e.program, owner),
     }
 }
 

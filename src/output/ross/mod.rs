@@ -21,7 +21,6 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use hdf5::H5Type;
 use serde_json::{json, Value};
 
 mod rows;
@@ -61,7 +60,7 @@ pub fn write_ross_provenance(
     let write = coll.rank() == 0;
     f.set_attrs(attrs)?;
     f.set_attrs(&[("completed", FileAttr::U64(0))])?;
-    fn put<T: H5Type>(
+    fn put<T: crate::output::columns::DescribedRow>(
         f: &mut ProvenanceFile,
         write: bool,
         name: &str,

@@ -4,6 +4,8 @@
 use hdf5::types::FixedUnicode;
 use hdf5::H5Type;
 
+use crate::output::columns::described_row;
+
 /// Short text columns (kinds, signals, series names).
 pub type Label = FixedUnicode<32>;
 
@@ -15,221 +17,246 @@ pub(super) fn text(l: &Label) -> String {
     l.as_str().to_owned()
 }
 
-/// One anomaly: an entity that stood out from its peers over a window.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct RossAnomalyRow {
-    /// Row index (the `anomaly` of companion rows).
-    pub id: u64,
-    /// `pe`, `kp` or `lp`.
-    pub kind: Label,
-    /// PE id (-1 when unknown: a hotspot LP seen only in the trace).
-    pub pe: i64,
-    /// Local KP index (-1 for a PE anomaly).
-    pub kp: i64,
-    /// Global LP id (-1 unless an LP anomaly).
-    pub lp: i64,
-    /// The signal (`event_process_s`, `rollbacks`, ...).
-    pub signal: Label,
-    /// Which series: `gvt`, `rt` (real-time grid) or `evtrace`.
-    pub series: Label,
-    /// GVT at the window's start and end.
-    pub gvt_from: f64,
-    /// GVT at the window's end.
-    pub gvt_to: f64,
-    /// Real time (s) at the window's start.
-    pub real_from: f64,
-    /// Real time (s) at the window's end.
-    pub real_to: f64,
-    /// First interval of the window.
-    pub first_interval: u64,
-    /// Last interval of the window.
-    pub last_interval: u64,
-    /// Highest score in the window.
-    pub score: f64,
-    /// The entity's value at that interval.
-    pub value: f64,
-    /// The peers' median there.
-    pub peer_median: f64,
-    /// The PE the anomaly is attributed to (-1: none).
-    pub caused_by_pe: i64,
-    /// The hotspot LP the anomaly is attributed to (-1: none).
-    pub caused_by_lp: i64,
-    /// Rows of `ross/evidence` (the neighbouring samples).
-    pub evidence_start: u64,
-    /// Number of them.
-    pub evidence_len: u64,
-    /// Rows of `ross/senders` (a hotspot's top senders).
-    pub senders_start: u64,
-    /// Number of them.
-    pub senders_len: u64,
+described_row! {
+    /// One anomaly: an entity that stood out from its peers over a window.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct RossAnomalyRow {
+        /// Row index (the `anomaly` of companion rows).
+        pub id: u64,
+        /// `pe`, `kp` or `lp`.
+        pub kind: Label,
+        /// PE id (-1 when unknown: a hotspot LP seen only in the trace).
+        pub pe: i64,
+        /// Local KP index (-1 for a PE anomaly).
+        pub kp: i64,
+        /// Global LP id (-1 unless an LP anomaly).
+        pub lp: i64,
+        /// The signal (`event_process_s`, `rollbacks`, ...).
+        pub signal: Label,
+        /// Which series: `gvt`, `rt` (real-time grid) or `evtrace`.
+        pub series: Label,
+        /// GVT at the window's start and end.
+        pub gvt_from: f64,
+        /// GVT at the window's end.
+        pub gvt_to: f64,
+        /// Real time (s) at the window's start.
+        #[unit = "s"]
+        pub real_from: f64,
+        /// Real time (s) at the window's end.
+        #[unit = "s"]
+        pub real_to: f64,
+        /// First interval of the window.
+        pub first_interval: u64,
+        /// Last interval of the window.
+        pub last_interval: u64,
+        /// Highest score in the window.
+        pub score: f64,
+        /// The entity's value at that interval.
+        pub value: f64,
+        /// The peers' median there.
+        pub peer_median: f64,
+        /// The PE the anomaly is attributed to (-1: none).
+        pub caused_by_pe: i64,
+        /// The hotspot LP the anomaly is attributed to (-1: none).
+        pub caused_by_lp: i64,
+        /// Rows of `ross/evidence` (the neighbouring samples).
+        pub evidence_start: u64,
+        /// Number of them.
+        pub evidence_len: u64,
+        /// Rows of `ross/senders` (a hotspot's top senders).
+        pub senders_start: u64,
+        /// Number of them.
+        pub senders_len: u64,
+    }
 }
 
-/// One sample around an anomaly's window.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct EvidenceRow {
-    /// The anomaly (row of `ross/anomalies`).
-    pub anomaly: u64,
-    /// Interval index.
-    pub interval: u64,
-    /// The entity's value.
-    pub value: f64,
+described_row! {
+    /// One sample around an anomaly's window.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct EvidenceRow {
+        /// The anomaly (row of `ross/anomalies`).
+        pub anomaly: u64,
+        /// Interval index.
+        pub interval: u64,
+        /// The entity's value.
+        pub value: f64,
+    }
 }
 
-/// An LP that sent events to a hotspot LP.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct SenderRow {
-    /// The anomaly (row of `ross/anomalies`).
-    pub anomaly: u64,
-    /// Sending LP.
-    pub lp: u64,
-    /// Events it sent to the hotspot.
-    pub events: u64,
+described_row! {
+    /// An LP that sent events to a hotspot LP.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct SenderRow {
+        /// The anomaly (row of `ross/anomalies`).
+        pub anomaly: u64,
+        /// Sending LP.
+        pub lp: u64,
+        /// Events it sent to the hotspot.
+        pub events: u64,
+    }
 }
 
-/// A PE and the run time it cost.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct EntityRow {
-    /// 1 for the costliest.
-    pub rank: u64,
-    /// PE id.
-    pub pe: u64,
-    /// Seconds of run time it cost.
-    pub cost_s: f64,
-    /// Anomalies of it or attributed to it.
-    pub anomalies: u64,
+described_row! {
+    /// A PE and the run time it cost.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct EntityRow {
+        /// 1 for the costliest.
+        pub rank: u64,
+        /// PE id.
+        pub pe: u64,
+        /// Seconds of run time it cost.
+        #[unit = "s"]
+        pub cost_s: f64,
+        /// Anomalies of it or attributed to it.
+        pub anomalies: u64,
+    }
 }
 
-/// Statistics of one series of one entity.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct SeriesStatsRow {
-    /// `gvt` or `rt`.
-    pub series: Label,
-    /// `pe`, `kp` or `lp`.
-    pub kind: Label,
-    /// PE id.
-    pub pe: u64,
-    /// KP index (-1 for a PE).
-    pub kp: i64,
-    /// LP id (-1 unless an LP).
-    pub lp: i64,
-    /// The signal.
-    pub signal: Label,
-    /// Points.
-    pub count: u64,
-    /// Sum of the points.
-    pub sum: f64,
-    /// Mean.
-    pub mean: f64,
-    /// Standard deviation (population).
-    pub std: f64,
-    /// Smallest point.
-    pub min: f64,
-    /// Largest point.
-    pub max: f64,
+described_row! {
+    /// Statistics of one series of one entity.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct SeriesStatsRow {
+        /// `gvt` or `rt`.
+        pub series: Label,
+        /// `pe`, `kp` or `lp`.
+        pub kind: Label,
+        /// PE id.
+        pub pe: u64,
+        /// KP index (-1 for a PE).
+        pub kp: i64,
+        /// LP id (-1 unless an LP).
+        pub lp: i64,
+        /// The signal.
+        pub signal: Label,
+        /// Points.
+        pub count: u64,
+        /// Sum of the points.
+        pub sum: f64,
+        /// Mean.
+        pub mean: f64,
+        /// Standard deviation (population).
+        pub std: f64,
+        /// Smallest point.
+        pub min: f64,
+        /// Largest point.
+        pub max: f64,
+    }
 }
 
-/// The bounds of one interval of one PE's series.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct IntervalRow {
-    /// `gvt` or `rt`.
-    pub series: Label,
-    /// PE id.
-    pub pe: u64,
-    /// Interval index.
-    pub interval: u64,
-    /// GVT at its start.
-    pub gvt_from: f64,
-    /// GVT at its end.
-    pub gvt_to: f64,
-    /// Real time (s) at its start.
-    pub real_from: f64,
-    /// Real time (s) at its end.
-    pub real_to: f64,
+described_row! {
+    /// The bounds of one interval of one PE's series.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct IntervalRow {
+        /// `gvt` or `rt`.
+        pub series: Label,
+        /// PE id.
+        pub pe: u64,
+        /// Interval index.
+        pub interval: u64,
+        /// GVT at its start.
+        pub gvt_from: f64,
+        /// GVT at its end.
+        pub gvt_to: f64,
+        /// Real time (s) at its start.
+        #[unit = "s"]
+        pub real_from: f64,
+        /// Real time (s) at its end.
+        #[unit = "s"]
+        pub real_to: f64,
+    }
 }
 
-/// The detector's model at one interval: the peers' median and spread.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct PeerModelRow {
-    /// `gvt` or `rt`.
-    pub series: Label,
-    /// `pe`, `kp` or `lp`.
-    pub kind: Label,
-    /// The signal.
-    pub signal: Label,
-    /// Interval index.
-    pub interval: u64,
-    /// Entities compared.
-    pub entities: u64,
-    /// Their median.
-    pub median: f64,
-    /// Their median absolute deviation.
-    pub mad: f64,
+described_row! {
+    /// The detector's model at one interval: the peers' median and spread.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct PeerModelRow {
+        /// `gvt` or `rt`.
+        pub series: Label,
+        /// `pe`, `kp` or `lp`.
+        pub kind: Label,
+        /// The signal.
+        pub signal: Label,
+        /// Interval index.
+        pub interval: u64,
+        /// Entities compared.
+        pub entities: u64,
+        /// Their median.
+        pub median: f64,
+        /// Their median absolute deviation.
+        pub mad: f64,
+    }
 }
 
-/// A slowdown of the whole run (`chimbuko-mpi ross`'s run-wide detection).
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct RunWideRow {
-    /// Row index (the `anomaly` of its `ross/run_wide_evidence` rows).
-    pub id: u64,
-    /// The run-level signal (`sample_gap_s`, `event_process_s`, ...).
-    pub signal: Label,
-    /// GVT at the window's start.
-    pub gvt_from: f64,
-    /// GVT at the window's end.
-    pub gvt_to: f64,
-    /// Real time (s) at the window's start.
-    pub real_from: f64,
-    /// Real time (s) at the window's end.
-    pub real_to: f64,
-    /// First interval of the window.
-    pub first_interval: u64,
-    /// Last interval of the window.
-    pub last_interval: u64,
-    /// Highest detector score in the window.
-    pub score: f64,
-    /// The run's value at that interval.
-    pub value: f64,
-    /// The model's mean then.
-    pub usual: f64,
-    /// Excess over the usual values, summed over the window.
-    pub excess: f64,
-    /// That excess as a share of the signal's total over the run.
-    pub share_of_run: f64,
-    /// The slow PE it is attributed to (-1: none).
-    pub caused_by_pe: i64,
-    /// The hotspot LP it is attributed to (-1: none).
-    pub caused_by_lp: i64,
-    /// Rows of `ross/run_wide_evidence`.
-    pub evidence_start: u64,
-    /// Number of them.
-    pub evidence_len: u64,
+described_row! {
+    /// A slowdown of the whole run (`chimbuko-mpi ross`'s run-wide detection).
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct RunWideRow {
+        /// Row index (the `anomaly` of its `ross/run_wide_evidence` rows).
+        pub id: u64,
+        /// The run-level signal (`sample_gap_s`, `event_process_s`, ...).
+        pub signal: Label,
+        /// GVT at the window's start.
+        pub gvt_from: f64,
+        /// GVT at the window's end.
+        pub gvt_to: f64,
+        /// Real time (s) at the window's start.
+        #[unit = "s"]
+        pub real_from: f64,
+        /// Real time (s) at the window's end.
+        #[unit = "s"]
+        pub real_to: f64,
+        /// First interval of the window.
+        pub first_interval: u64,
+        /// Last interval of the window.
+        pub last_interval: u64,
+        /// Highest detector score in the window.
+        pub score: f64,
+        /// The run's value at that interval.
+        pub value: f64,
+        /// The model's mean then.
+        pub usual: f64,
+        /// Excess over the usual values, summed over the window.
+        pub excess: f64,
+        /// That excess as a share of the signal's total over the run.
+        pub share_of_run: f64,
+        /// The slow PE it is attributed to (-1: none).
+        pub caused_by_pe: i64,
+        /// The hotspot LP it is attributed to (-1: none).
+        pub caused_by_lp: i64,
+        /// Rows of `ross/run_wide_evidence`.
+        pub evidence_start: u64,
+        /// Number of them.
+        pub evidence_len: u64,
+    }
 }
 
-/// One GVT interval of one run-level series as the run-wide detector
-/// judged it: its model over the run.
-#[derive(H5Type, Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct RunModelRow {
-    /// The run-level signal.
-    pub signal: Label,
-    /// Interval index.
-    pub interval: u64,
-    /// The run's value.
-    pub value: f64,
-    /// The model's mean when the interval was judged.
-    pub usual: f64,
-    /// The detector's score.
-    pub score: f64,
-    /// 1 when judged anomalous (kept out of the model).
-    pub anomalous: u8,
+described_row! {
+    /// One GVT interval of one run-level series as the run-wide detector
+    /// judged it: its model over the run.
+    #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    pub struct RunModelRow {
+        /// The run-level signal.
+        pub signal: Label,
+        /// Interval index.
+        pub interval: u64,
+        /// The run's value.
+        pub value: f64,
+        /// The model's mean when the interval was judged.
+        pub usual: f64,
+        /// The detector's score.
+        pub score: f64,
+        /// 1 when judged anomalous (kept out of the model).
+        pub anomalous: u8,
+    }
 }
 
 impl RunModelRow {
