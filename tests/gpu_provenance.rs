@@ -120,7 +120,7 @@ fn an_anomalous_kernel_names_its_launch() {
     let (event_id, error) = slow_kernel_parent(&p);
     assert_eq!(error, "");
     // The launch: rank 0, step 1, an entry of that step.
-    assert!(event_id.starts_with("0:1:"), "{event_id}");
+    assert!(event_id.starts_with("0:0:1:"), "{event_id}");
 }
 
 #[test]

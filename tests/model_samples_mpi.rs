@@ -108,7 +108,10 @@ fn samples_are_the_same_for_any_number_of_ad_ranks_and_tags_read_back() {
             table.column_index(name).unwrap()
         };
         for (k, r) in rows.iter().enumerate() {
-            let (inc, ex) = by_id[&(r.rank, r.event_id.as_str().to_owned())];
+            // The file's ids carry the program (`pid:rank:step:idx`), the label
+            // files Chimbuko's `rank:step:idx`.
+            let id = chimbuko_mpi::output::read::chimbuko_event_id(r.event_id.as_str());
+            let (inc, ex) = by_id[&(r.rank, id.to_owned())];
             assert_eq!((r.inclusive_us, r.exclusive_us), (inc, ex), "row {k}");
             assert_eq!(r.children_us, inc - ex);
             assert!(r.exclusive_us <= r.inclusive_us);

@@ -8,7 +8,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::output::read::{chimbuko_event_id, Provenance};
 use chimbuko_mpi::output::records::{LABEL_ANOMALY, LABEL_NORMAL};
 use chimbuko_mpi::util::csv::split_csv;
 use common::*;
@@ -66,7 +66,7 @@ fn the_file_holds_what_every_rank_labelled() {
     let in_file: BTreeSet<(u64, String)> = anomalies
         .records
         .iter()
-        .map(|r| (r.rid, r.event_id.as_str().to_owned()))
+        .map(|r| (r.rid, chimbuko_event_id(r.event_id.as_str()).to_owned()))
         .collect();
     let in_situ: BTreeSet<(u64, String)> = by_id
         .iter()
@@ -77,7 +77,7 @@ fn the_file_holds_what_every_rank_labelled() {
     assert_eq!(in_file, in_situ);
     assert_eq!(in_file.len(), anomalies.records.len(), "no duplicates");
     for r in &anomalies.records {
-        let (_, fin) = &by_id[&(r.rid, r.event_id.as_str().to_owned())];
+        let (_, fin) = &by_id[&(r.rid, chimbuko_event_id(r.event_id.as_str()).to_owned())];
         let expect = if fin == "anomaly" {
             LABEL_ANOMALY
         } else {
@@ -92,7 +92,7 @@ fn the_file_holds_what_every_rank_labelled() {
     assert!(!normals.records.is_empty());
     let mut per_bucket = BTreeMap::new();
     for r in &normals.records {
-        let (in_situ, _) = &by_id[&(r.rid, r.event_id.as_str().to_owned())];
+        let (in_situ, _) = &by_id[&(r.rid, chimbuko_event_id(r.event_id.as_str()).to_owned())];
         assert_eq!(in_situ, "normal");
         *per_bucket.entry((r.rid, r.io_step, r.fid)).or_insert(0) += 1;
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use chimbuko_mpi::output::export_csv::export_csv;
 use chimbuko_mpi::output::inspect::{inspect_json, print_inspect, InspectOptions};
 use chimbuko_mpi::output::read::{export_json, Provenance};
 use chimbuko_mpi::output::ross::{is_ross_file, RossProvenance};
@@ -27,16 +28,21 @@ pub struct InspectArgs {
 
 /// The flags of `export`.
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("format").required(true).multiple(true).args(["json", "csv"]))]
 pub struct ExportArgs {
     /// Write JSON documents (anomalies, normalexecs, metadata, func_stats,
     /// counter_stats, ad_model) with the field names of Chimbuko's schema;
     /// for the file of a ROSS analysis: anomalies, entities, series_stats,
     /// metadata.
-    #[arg(long, required = true)]
+    #[arg(long)]
     json: bool,
-    /// Provenance file written by `run`.
+    /// Write every table of the file as one CSV file named after its path
+    /// (`anomalies/records` → `anomalies.records.csv`), strings as text.
+    #[arg(long)]
+    csv: bool,
+    /// Provenance file written by `run` or `ross`.
     file: PathBuf,
-    /// Directory for the JSON files (created if missing).
+    /// Directory for the exported files (created if missing).
     out: PathBuf,
 }
 
@@ -70,13 +76,20 @@ pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
 
 /// Runs `export`.
 pub fn run_export(a: ExportArgs) -> anyhow::Result<()> {
-    let written = if is_ross_file(&a.file)? {
-        RossProvenance::load(&a.file)?.export_json(&a.out)?
-    } else {
-        export_json(&Provenance::load(&a.file)?, &a.out)?
-    };
-    for (name, n) in written {
-        println!("{}: {n} documents", a.out.join(name).display());
+    if a.json {
+        let written = if is_ross_file(&a.file)? {
+            RossProvenance::load(&a.file)?.export_json(&a.out)?
+        } else {
+            export_json(&Provenance::load(&a.file)?, &a.out)?
+        };
+        for (name, n) in written {
+            println!("{}: {n} documents", a.out.join(name).display());
+        }
+    }
+    if a.csv {
+        for (name, n) in export_csv(&a.file, &a.out)? {
+            println!("{}: {n} rows", a.out.join(name).display());
+        }
     }
     Ok(())
 }

@@ -21,6 +21,7 @@
 pub mod collect;
 pub mod columns;
 pub mod consumer;
+pub mod export_csv;
 pub mod hdf5file;
 pub mod inspect;
 pub mod labels_csv;
@@ -45,8 +46,10 @@ use records::{LABEL_ANOMALY, LABEL_NORMAL, LABEL_UNLABELED};
 /// 2: `ad_perf` has the stages of the step loop (`trim` instead of
 /// `summarize`). 3: records have `model_prediction_us` and `model_ratio`;
 /// new tables `run_tags`, `model_samples`, `model_sample_counters`,
-/// `model_detector`, `model_detector_json`.
-pub const SCHEMA_VERSION: u64 = 3;
+/// `model_detector`, `model_detector_json`. 4: null-terminated strings,
+/// column description attributes, `func` in `call_stack` and
+/// `exec_window`, event ids `pid:rank:step:idx`.
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// The two record collections, as group names in the file.
 pub const COLLECTIONS: [&str; 2] = ["anomalies", "normal_execs"];

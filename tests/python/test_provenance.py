@@ -57,7 +57,8 @@ def test_h5py_and_pandas_read_every_table(run):
         anomalies = decoded(pd.DataFrame(f["anomalies/records"][:]))
         functions = decoded(pd.DataFrame(f["functions"][:]))
         assert set(anomalies.func) <= set(functions.name)
-        assert (anomalies.event_id == anomalies.event_rank.astype(str) + ":" +
+        assert (anomalies.event_id == anomalies.pid.astype(str) + ":" +
+                anomalies.event_rank.astype(str) + ":" +
                 anomalies.event_step.astype(str) + ":" + anomalies.event_idx.astype(str)).all()
         # The call stack of every record starts with the record itself.
         stack = decoded(pd.DataFrame(f["anomalies/call_stack"][:]))
@@ -71,7 +72,9 @@ def test_records_equal_the_label_files(run):
     flagged = labels[labels.in_situ_label == "anomaly"]
     with h5py.File(out, "r") as f:
         anomalies = decoded(pd.DataFrame(f["anomalies/records"][:]))
-    assert sorted(zip(anomalies.rid, anomalies.event_id)) == sorted(zip(flagged["rank"], flagged.event_id))
+    assert (anomalies.event_id.str.split(":").str[0] == anomalies.pid.astype(str)).all()
+    chimbuko_ids = anomalies.event_id.str.split(":", n=1).str[1]
+    assert sorted(zip(anomalies.rid, chimbuko_ids)) == sorted(zip(flagged["rank"], flagged.event_id))
 
 
 def test_hdf5_command_line_tools_read_it(run):
@@ -85,6 +88,45 @@ def test_hdf5_command_line_tools_read_it(run):
     attr = subprocess.run([h5dump, "-a", "/completed", str(out)], check=True,
                           capture_output=True, text=True).stdout
     assert "(0): 1" in attr
+
+
+def test_h5dump_shows_text_without_padding(run):
+    _, out = run
+    dump = subprocess.run(["h5dump", "-d", "/anomalies/call_stack", "-c", "3", str(out)],
+                          check=True, capture_output=True, text=True).stdout
+    assert "\\000" not in dump, dump[:2000]
+    assert "STRPAD H5T_STR_NULLTERM" in dump
+    with h5py.File(out, "r") as f:
+        func = f["anomalies/call_stack"][:3]["func"]
+    for name in func:
+        assert f'"{name.decode()}"' in dump
+    whole = subprocess.run(["h5dump", str(out)], check=True, capture_output=True, text=True).stdout
+    assert "\\000" not in whole
+
+
+def test_every_table_describes_its_columns(run):
+    _, out = run
+    with h5py.File(out, "r") as f:
+        tables = []
+        f.visititems(lambda name, obj: tables.append(obj) if isinstance(obj, h5py.Dataset) else None)
+        assert len(tables) > 10
+        for ds in tables:
+            assert ds.attrs["description"], ds.name
+            for col in ds.dtype.names or ():
+                assert ds.attrs[f"{col}.description"], (ds.name, col)
+                assert f"{col}.unit" in ds.attrs, (ds.name, col)
+        rec = f["anomalies/records"]
+        assert rec.attrs["entry.unit"] == "µs"
+        assert rec.attrs["event_id.unit"] == ""
+        assert rec.attrs["entry.description"].startswith("Entry timestamp")
+        assert f["ad_perf"].attrs["read.unit"] == "s"
+        # Call-stack and window rows name their function.
+        functions = f["functions"][:]
+        names = {int(i): x.decode() for i, x in zip(functions["fid"], functions["name"])}
+        for table in ("anomalies/call_stack", "anomalies/exec_window"):
+            rows = f[table][:]
+            assert len(rows) > 0
+            assert [x.decode() for x in rows["func"]] == [names[i] for i in rows["fid"]]
 
 
 def test_documented_example_runs(run):
@@ -111,7 +153,8 @@ def test_json_export_validates_against_chimbukos_schema(run, binary, tmp_path):
         rec = f["anomalies/records"][:]
         kept = rec[rec["final_label"] == -1]
         assert len(kept) == len(docs["anomalies"])
-        ids = sorted(x.decode() for x in kept["event_id"])
+        # The file's ids carry the program; Chimbuko's JSON form does not.
+        ids = sorted(x.decode().split(":", 1)[1] for x in kept["event_id"])
         assert ids == sorted(a["event_id"] for a in docs["anomalies"])
         stats = f["func_stats"][:]
         total = int(np.sum(stats["total_anomalies"]))
@@ -125,3 +168,23 @@ def test_inspect_summarises_the_run(run, binary):
     assert "anomalies per function" in res.stdout
     assert "worst anomalies" in res.stdout
     assert "compute" in res.stdout
+
+
+def test_export_csv_equals_the_tables(run, binary, tmp_path):
+    _, out = run
+    res = subprocess.run([binary, "export", "--csv", str(out), str(tmp_path)],
+                         check=True, capture_output=True, text=True)
+    assert "anomalies.records.csv" in res.stdout
+    with h5py.File(out, "r") as f:
+        for name in ("anomalies/records", "anomalies/call_stack", "functions", "func_stats", "ad_perf"):
+            want = decoded(pd.DataFrame(f[name][:]))
+            got = pd.read_csv(tmp_path / (name.replace("/", ".") + ".csv"), keep_default_na=False,
+                              na_values=["NaN"])
+            assert list(got.columns) == list(want.columns), name
+            assert len(got) == len(want), name
+            for col in want.columns:
+                if not pd.api.types.is_numeric_dtype(want[col]):
+                    assert got[col].astype(str).tolist() == want[col].astype(str).tolist(), (name, col)
+                else:
+                    np.testing.assert_array_equal(got[col].to_numpy(dtype=want[col].dtype),
+                                                  want[col].to_numpy(), err_msg=f"{name}.{col}")
