@@ -43,15 +43,24 @@ pub fn export_csv(path: &Path, out_dir: &Path) -> anyhow::Result<Vec<(String, us
     for name in names {
         let file_name = format!("{}.csv", name.replace('/', "."));
         let target = out_dir.join(&file_name);
-        let rows = export_table(&file, &name, &target)
-            .with_context(|| format!("{}: exporting {name} to {}", path.display(), target.display()))?;
+        let rows = export_table(&file, &name, &target).with_context(|| {
+            format!(
+                "{}: exporting {name} to {}",
+                path.display(),
+                target.display()
+            )
+        })?;
         written.push((file_name, rows));
     }
     Ok(written)
 }
 
 /// Paths of every dataset below `group`, sorted.
-fn collect_datasets(group: &hdf5::Group, prefix: &str, out: &mut Vec<String>) -> anyhow::Result<()> {
+fn collect_datasets(
+    group: &hdf5::Group,
+    prefix: &str,
+    out: &mut Vec<String>,
+) -> anyhow::Result<()> {
     let mut members = group.member_names()?;
     members.sort();
     for m in members {
@@ -96,7 +105,11 @@ fn export_table(file: &hdf5::File, name: &str, target: &PathBuf) -> anyhow::Resu
     };
     for f in &fields {
         if format_value(&f.ty, &vec![0u8; f.ty.size()]).is_none() {
-            bail!("column {} has a type this export does not write ({:?})", f.name, f.ty);
+            bail!(
+                "column {} has a type this export does not write ({:?})",
+                f.name,
+                f.ty
+            );
         }
     }
     let shape = ds.shape();
@@ -114,7 +127,13 @@ fn export_table(file: &hdf5::File, name: &str, target: &PathBuf) -> anyhow::Resu
     let mut start = 0;
     while start < n {
         let count = BLOCK_ROWS.min(n - start);
-        read_block(&ds, mem_type.id(), start, count, &mut buf[..count * row_size])?;
+        read_block(
+            &ds,
+            mem_type.id(),
+            start,
+            count,
+            &mut buf[..count * row_size],
+        )?;
         for row in buf[..count * row_size].chunks_exact(row_size) {
             line.clear();
             for (k, f) in fields.iter().enumerate() {
