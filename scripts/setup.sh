@@ -3,6 +3,7 @@
 #   - Debian packages: OpenMPI, parallel HDF5 (openmpi flavour), libclang, cmake, pkg-config
 #   - a project-local Python venv (.venv) with the `adios2` wheel (it ships the
 #     ADIOS2 C library and headers we link against), h5py, numpy and pytest
+#   - the project's Python package (python/, `import chimbuko_mpi`) in that venv
 # Works as root, or as a normal user with sudo. Safe to run again.
 set -euo pipefail
 
@@ -80,7 +81,25 @@ install_venv() {
   "$VENV/bin/python" -m pip install -q -r "$ROOT/scripts/requirements.txt"
 }
 
+install_python_package() {
+  # python/ (the provenance reader), reinstalled when its files change: the
+  # venv keeps the checksum of the installed sources.
+  local stamp="$VENV/.chimbuko-mpi-python.sha256" sum
+  sum="$(cd "$ROOT/python" &&
+    find . \( -name build -o -name dist -o -name '*.egg-info' -o -name __pycache__ \) -prune \
+      -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] &&
+    "$VENV/bin/python" -c "import chimbuko_mpi" 2>/dev/null; then
+    echo "[setup] Python package chimbuko-mpi (python/): installed"
+    return
+  fi
+  echo "[setup] installing the Python package chimbuko-mpi (python/) into $VENV"
+  "$VENV/bin/python" -m pip install -q "$ROOT/python"
+  echo "$sum" >"$stamp"
+}
+
 install_apt
 install_rust
 install_venv
+install_python_package
 echo "[setup] done"
