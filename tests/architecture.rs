@@ -196,7 +196,16 @@ fn exclusive_rooms_are_exclusive() {
     within("mpi::", &["collectives/"]);
     within("hdf5::", &["output/"]);
     within("adios2_sys", &["trace/adios.rs"]);
-    within("unsafe", &["sys/", "trace/adios.rs", "collectives/"]);
+    within(
+        "unsafe",
+        &[
+            "sys/",
+            "trace/adios.rs",
+            "collectives/",
+            "output/hdf5file.rs",
+        ],
+    );
+    within("hdf5_sys", &["output/hdf5file.rs"]);
     within("clap", &["cli/"]);
     within("libc::", &["sys/"]);
 }

@@ -16,10 +16,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use hdf5::types::{FloatSize, IntSize, TypeDescriptor};
-use hdf5_sys::h5::hsize_t;
-use hdf5_sys::h5d::H5Dread;
-use hdf5_sys::h5p::H5P_DEFAULT;
-use hdf5_sys::h5s::{H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab};
+
+use super::hdf5file::read_block;
 
 /// Rows read at a time.
 const BLOCK_ROWS: usize = 16 * 1024;
@@ -149,52 +147,6 @@ fn export_table(file: &hdf5::File, name: &str, target: &PathBuf) -> anyhow::Resu
     }
     w.flush()?;
     Ok(n)
-}
-
-/// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`.
-fn read_block(
-    ds: &hdf5::Dataset,
-    mem_type: hdf5_sys::h5i::hid_t,
-    start: usize,
-    count: usize,
-    buf: &mut [u8],
-) -> anyhow::Result<()> {
-    let file_space = ds.space()?;
-    let offset = [start as hsize_t];
-    let len = [count as hsize_t];
-    // SAFETY: plain HDF5 C calls; `buf` holds exactly `count` rows of
-    // `mem_type` (the caller sizes it), the selection is `count` rows of
-    // the dataset, and the memory dataspace is closed before returning.
-    unsafe {
-        if H5Sselect_hyperslab(
-            file_space.id(),
-            H5S_seloper_t::H5S_SELECT_SET,
-            offset.as_ptr(),
-            std::ptr::null(),
-            len.as_ptr(),
-            std::ptr::null(),
-        ) < 0
-        {
-            bail!("selecting rows {start}..{}", start + count);
-        }
-        let mem_space = H5Screate_simple(1, len.as_ptr(), std::ptr::null());
-        if mem_space < 0 {
-            bail!("HDF5 could not make a dataspace of {count} rows");
-        }
-        let status = H5Dread(
-            ds.id(),
-            mem_type,
-            mem_space,
-            file_space.id(),
-            H5P_DEFAULT,
-            buf.as_mut_ptr().cast(),
-        );
-        H5Sclose(mem_space);
-        if status < 0 {
-            bail!("reading rows {start}..{}", start + count);
-        }
-    }
-    Ok(())
 }
 
 /// One value as CSV text, or `None` for a type this export does not

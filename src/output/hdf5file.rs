@@ -1,6 +1,9 @@
 //! The provenance file: one HDF5 file shared by all AD ranks through
 //! parallel HDF5 (MPI-IO). With `read` (which reads files back), the only
-//! code that calls HDF5.
+//! code that calls HDF5, and the only `unsafe` code of the output room: the
+//! few raw C calls the safe wrapper cannot express (null-terminated string
+//! types, reading rows of a type known only at run time) are here, so their
+//! invariants are checked in one place.
 //!
 //! Rules of parallel HDF5 this module follows:
 //! - every rank makes the same metadata calls in the same order (create,
@@ -35,12 +38,14 @@ use hdf5::file::MetadataCacheConfig;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, H5Type};
 use hdf5_sys::h5::{hsize_t, H5free_memory};
-use hdf5_sys::h5d::{H5D_fill_time_t, H5Dclose, H5Dcreate2};
+use hdf5_sys::h5d::{H5D_fill_time_t, H5Dclose, H5Dcreate2, H5Dread};
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::{
     H5Pclose, H5Pcreate, H5Pset_chunk, H5Pset_fill_time, H5P_CLS_DATASET_CREATE, H5P_DEFAULT,
 };
-use hdf5_sys::h5s::{H5Sclose, H5Screate_simple, H5S_UNLIMITED};
+use hdf5_sys::h5s::{
+    H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab, H5S_UNLIMITED,
+};
 use hdf5_sys::h5t::{
     H5T_class_t, H5T_str_t, H5Tclose, H5Tcopy, H5Tcreate, H5Tget_class, H5Tget_member_name,
     H5Tget_member_offset, H5Tget_member_type, H5Tget_nmembers, H5Tget_size, H5Tinsert,
@@ -395,6 +400,53 @@ fn describe<T: DescribedRow>(ds: &Dataset, name: &str) -> anyhow::Result<()> {
             &clean_doc(c.description),
         )?;
         put(&format!("{}.unit", c.name), c.unit)?;
+    }
+    Ok(())
+}
+
+/// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`
+/// (a row type known only at run time: `export --csv`).
+pub(super) fn read_block(
+    ds: &hdf5::Dataset,
+    mem_type: hid_t,
+    start: usize,
+    count: usize,
+    buf: &mut [u8],
+) -> anyhow::Result<()> {
+    let file_space = ds.space()?;
+    let offset = [start as hsize_t];
+    let len = [count as hsize_t];
+    // SAFETY: plain HDF5 C calls; `buf` holds exactly `count` rows of
+    // `mem_type` (the caller sizes it), the selection is `count` rows of
+    // the dataset, and the memory dataspace is closed before returning.
+    unsafe {
+        if H5Sselect_hyperslab(
+            file_space.id(),
+            H5S_seloper_t::H5S_SELECT_SET,
+            offset.as_ptr(),
+            std::ptr::null(),
+            len.as_ptr(),
+            std::ptr::null(),
+        ) < 0
+        {
+            bail!("selecting rows {start}..{}", start + count);
+        }
+        let mem_space = H5Screate_simple(1, len.as_ptr(), std::ptr::null());
+        if mem_space < 0 {
+            bail!("HDF5 could not make a dataspace of {count} rows");
+        }
+        let status = H5Dread(
+            ds.id(),
+            mem_type,
+            mem_space,
+            file_space.id(),
+            H5P_DEFAULT,
+            buf.as_mut_ptr().cast(),
+        );
+        H5Sclose(mem_space);
+        if status < 0 {
+            bail!("reading rows {start}..{}", start + count);
+        }
     }
     Ok(())
 }
