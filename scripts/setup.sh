@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything chimbuko-mpi needs to build, run and test, idempotently.
-#   - Debian packages: OpenMPI, parallel HDF5 (openmpi flavour), libclang, cmake, pkg-config
+#   - Debian packages: OpenMPI, parallel HDF5 (openmpi flavour), libclang, cmake, pkg-config,
+#     patchelf (scripts/install.sh)
 #   - a project-local Python venv (.venv) with the `adios2` wheel (it ships the
 #     ADIOS2 C library and headers we link against), h5py, numpy and pytest
 #   - the project's Python package (python/, `import chimbuko_mpi`) in that venv
@@ -17,6 +18,7 @@ APT_PACKAGES=(
   libclang-dev clang
   python3 python3-venv python3-pip
   shellcheck fonts-dejavu-core
+  patchelf
 )
 
 as_root() {

@@ -6,6 +6,7 @@
 //! `synth::SynthOptions`, ...).
 
 mod dump;
+mod generate;
 mod inspect;
 mod model;
 mod ross;
@@ -17,7 +18,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use chimbuko_mpi::run::options::{Setting, Source};
 use chimbuko_mpi::run::{AlreadyReported, ExitStatus};
@@ -59,6 +60,18 @@ enum Command {
 
 /// Parses the command line and runs the subcommand.
 pub fn main() -> ExitCode {
+    // `generate` (man pages and completion scripts, for installers) is a
+    // hidden command with its own parser, outside `Cli`, so that neither
+    // `--help` nor the pages and scripts it generates list it.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "generate") {
+        return match generate::run_generate(std::env::args_os().skip(1), Cli::command()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("chimbuko-mpi: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let is_run = std::env::args_os().nth(1).is_some_and(|a| a == "run");
     tune_allocator(if is_run {
         AllocatorProfile::Resident
