@@ -9,8 +9,11 @@ APP_NAME="${APP_NAME:-my_app}"          # binary name: TAU names streams <prefix
 APP_RANKS="${APP_RANKS:-4}"             # application ranks (one stream each)
 AD_RANKS="${AD_RANKS:-1}"               # AD ranks (at most APP_RANKS); ~1 per 8-16 app ranks is typical
 TRACE_DIR="${TRACE_DIR:-$PWD/chimbuko-trace}"  # where TAU's streams (SST contact files or BP files) go
-CHIMBUKO_BIN="${CHIMBUKO_BIN:-chimbuko-mpi}"    # path of the chimbuko-mpi binary
 ENGINE="${ENGINE:-SST}"                 # SST (in situ) or BP4/BP5 (files, read while written)
+# CHIMBUKO_BIN: the chimbuko-mpi binary. Default: chimbuko-mpi on PATH, else
+# the one installed beside these scripts (PREFIX/bin for
+# PREFIX/share/chimbuko-mpi/jobscripts), else this repository's release
+# build (target/release, `cargo build --release`).
 
 # --- TAU side (the application) -------------------------------------------
 # tau_exec -T mpi,pthread,adios2 -adios2_trace loads TAU's ADIOS2 trace
@@ -36,5 +39,23 @@ export CHIMBUKO_OPEN_TIMEOUT="${CHIMBUKO_OPEN_TIMEOUT:-300}"   # s to wait for t
 # Detector and provenance knobs (see `chimbuko-mpi run --help`), e.g.:
 # export CHIMBUKO_ALGORITHM=sstd CHIMBUKO_SIGMA=6 CHIMBUKO_WINDOW=5
 # export CHIMBUKO_STATS_OUT=$PWD/chimbuko-stats.jsonl CHIMBUKO_VIZ_URL=http://vizhost:5002/api
+
+# --- where things are -------------------------------------------------------
+if [ -z "${CHIMBUKO_BIN:-}" ]; then
+  chimbuko_prefix="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/bin"
+  chimbuko_repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/release"
+  for CHIMBUKO_BIN in "$(command -v chimbuko-mpi || true)" \
+    "$chimbuko_prefix/chimbuko-mpi" "$chimbuko_repo/chimbuko-mpi" ""; do
+    if [ -n "$CHIMBUKO_BIN" ] && [ -x "$CHIMBUKO_BIN" ]; then break; fi
+  done
+  if [ -z "$CHIMBUKO_BIN" ]; then
+    echo "chimbuko-env.sh: no chimbuko-mpi on PATH, in $chimbuko_prefix or in $chimbuko_repo;" \
+      "set CHIMBUKO_BIN to the binary" >&2
+    return 1
+  fi
+fi
+# The recipes' own variable (where this file is) is not an AD setting:
+# keep it out of the AD's environment.
+export -n CHIMBUKO_JOBSCRIPTS 2>/dev/null || true
 
 mkdir -p "$TRACE_DIR"

@@ -10,9 +10,31 @@
 # Alternative without the MPMD constraint: two concurrent launches,
 #   jsrun -n "$AD_RANKS" -a1 -c1 "$CHIMBUKO_BIN" run &  jsrun -n "$APP_RANKS" ... ; wait
 set -euo pipefail
-HERE="${LS_SUBCWD:-$PWD}/jobscripts"
+# >>> find chimbuko-env.sh (the same lines in every recipe; jobscripts/README.md):
+# $CHIMBUKO_JOBSCRIPTS if set; else this script's directory (a batch system runs
+# a copy of the script elsewhere), PREFIX/share/chimbuko-mpi/jobscripts for the
+# chimbuko-mpi on PATH (PREFIX/bin), the submission directory's jobscripts/.
+chimbuko_jobscripts() {
+  local self="${BASH_SOURCE[0]:-}" bin d
+  set -- "${CHIMBUKO_JOBSCRIPTS:-}"
+  if [ -z "$1" ]; then
+    set --
+    if [ -f "$self" ]; then set -- "$(dirname -- "$(readlink -f -- "$self")")"; fi
+    if bin="$(command -v "${CHIMBUKO_BIN:-chimbuko-mpi}")"; then
+      set -- "$@" "$(dirname -- "$bin")/../share/chimbuko-mpi/jobscripts" \
+        "$(dirname -- "$(readlink -f -- "$bin")")/../share/chimbuko-mpi/jobscripts"
+    fi
+    set -- "$@" "${SLURM_SUBMIT_DIR:-${LS_SUBCWD:-${PBS_O_WORKDIR:-$PWD}}}/jobscripts"
+  fi
+  for d; do [ -f "$d/chimbuko-env.sh" ] && { cd -- "$d" && pwd; return; }; done
+  printf 'chimbuko job script: no chimbuko-env.sh in %s\n' "$@" >&2
+  echo 'chimbuko job script: set CHIMBUKO_JOBSCRIPTS to the jobscripts directory' >&2
+  return 1
+}
+HERE="$(chimbuko_jobscripts)"
 # shellcheck source=jobscripts/chimbuko-env.sh
 . "$HERE/chimbuko-env.sh"
+# <<< find chimbuko-env.sh
 
 erf="$TRACE_DIR/app+chimbuko.erf"
 {

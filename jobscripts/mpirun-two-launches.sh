@@ -6,9 +6,31 @@
 #
 #   APP_RANKS=4 AD_RANKS=1 APP_NAME=my_app bash jobscripts/mpirun-two-launches.sh ./my_app args...
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# >>> find chimbuko-env.sh (the same lines in every recipe; jobscripts/README.md):
+# $CHIMBUKO_JOBSCRIPTS if set; else this script's directory (a batch system runs
+# a copy of the script elsewhere), PREFIX/share/chimbuko-mpi/jobscripts for the
+# chimbuko-mpi on PATH (PREFIX/bin), the submission directory's jobscripts/.
+chimbuko_jobscripts() {
+  local self="${BASH_SOURCE[0]:-}" bin d
+  set -- "${CHIMBUKO_JOBSCRIPTS:-}"
+  if [ -z "$1" ]; then
+    set --
+    if [ -f "$self" ]; then set -- "$(dirname -- "$(readlink -f -- "$self")")"; fi
+    if bin="$(command -v "${CHIMBUKO_BIN:-chimbuko-mpi}")"; then
+      set -- "$@" "$(dirname -- "$bin")/../share/chimbuko-mpi/jobscripts" \
+        "$(dirname -- "$(readlink -f -- "$bin")")/../share/chimbuko-mpi/jobscripts"
+    fi
+    set -- "$@" "${SLURM_SUBMIT_DIR:-${LS_SUBCWD:-${PBS_O_WORKDIR:-$PWD}}}/jobscripts"
+  fi
+  for d; do [ -f "$d/chimbuko-env.sh" ] && { cd -- "$d" && pwd; return; }; done
+  printf 'chimbuko job script: no chimbuko-env.sh in %s\n' "$@" >&2
+  echo 'chimbuko job script: set CHIMBUKO_JOBSCRIPTS to the jobscripts directory' >&2
+  return 1
+}
+HERE="$(chimbuko_jobscripts)"
 # shellcheck source=jobscripts/chimbuko-env.sh
 . "$HERE/chimbuko-env.sh"
+# <<< find chimbuko-env.sh
 
 APP_LAUNCH=(tau_exec -T "mpi,pthread,adios2" -adios2_trace "$@")
 if [ -n "${APP_CMD:-}" ]; then
