@@ -38,6 +38,32 @@ fn a_bad_value_from_the_environment_names_the_variable() {
         "{err}"
     );
     assert!(err.contains("modal"), "the valid names are listed: {err}");
+    assert_eq!(
+        err.matches("CHIMBUKO_ALGORITHM").count(),
+        1,
+        "one voice, not one line per rank: {err}"
+    );
+}
+
+#[test]
+fn errors_the_ranks_share_are_said_once() {
+    // A stream list every rank agrees on, and an MPMD launch where the
+    // first AD process is not world rank 0: one line each time.
+    let (code, err) = run_with(&[], &[]);
+    assert_ne!(code, Some(0));
+    assert_eq!(err.matches("chimbuko-mpi: error: ").count(), 1, "{err}");
+    assert!(!err.contains("AD rank"), "{err}");
+    let out = mpirun(1)
+        .arg("true")
+        .arg(":")
+        .args(["-np", "2"])
+        .arg(exe())
+        .args(["run", "--algorithm", "nonsense", "--input", "x-{rank}.bp"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("invalid value 'nonsense'").count(), 1, "{err}");
 }
 
 #[test]

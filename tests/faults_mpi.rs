@@ -128,21 +128,49 @@ fn corrupt_and_foreign_streams_fail_alone() {
 
 #[test]
 fn a_run_that_reads_no_stream_fails_and_partial_runs_can_exit_0() {
-    // BP5 streams read with the BP4 engine: every stream fails, nothing is
-    // read, and the run exits 1 (it used to end with 0 steps and status 0).
+    // BP5 streams read with the BP4 engine: said once, at once, before any
+    // file is created (the BP version is in each stream's index header).
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     synth(&data, &["--steps", "2", "--engine", "BP5"]);
     let out = dir.path().join("prov.h5");
+    let start = std::time::Instant::now();
     let result = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out)
-        .args([
-            "--engine",
-            "BP4",
-            "--open-timeout",
-            "5",
-            "--step-timeout",
-            "3",
-        ])
+        .args(["--engine", "BP4", "--open-timeout", "30"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(start.elapsed() < Duration::from_secs(20), "{stderr}");
+    let said = "this is a BP5 stream (its index header says so) but --engine is BP4";
+    assert_eq!(
+        stderr.matches(said).count(),
+        1,
+        "once, not per rank:\n{stderr}"
+    );
+    assert!(!stderr.contains("AD rank"), "{stderr}");
+    assert!(!out.exists(), "no output file is left behind");
+    // The default engine reads them.
+    run_ok(&mut run_cmd(
+        2,
+        &data.join("tau-metrics-demo-{rank}.bp"),
+        &out,
+    ));
+
+    // Every stream foreign: one error, exit 1; each stream's ADIOS2
+    // message, cleaned of its terminal codes and timestamps, is in the
+    // file (and, without --quiet, in a warning naming the stream).
+    let junk = dir.path().join("junk");
+    synth(&junk, &["--steps", "2"]);
+    for r in 0..4 {
+        let s = junk.join(format!("tau-metrics-demo-{r}.bp"));
+        for f in ["md.idx", "md.0", "data.0"] {
+            std::fs::write(s.join(f), b"not ADIOS2").unwrap();
+        }
+    }
+    let out = dir.path().join("junk.h5");
+    let result = run_cmd(2, &junk.join("tau-metrics-demo-{rank}.bp"), &out)
+        .args(["--open-timeout", "3", "--step-timeout", "3"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&result.stderr);
@@ -152,6 +180,15 @@ fn a_run_that_reads_no_stream_fails_and_partial_runs_can_exit_0() {
         1,
         "{stderr}"
     );
+    assert!(!stderr.contains('\u{1b}'), "terminal codes:\n{stderr}");
+    let p = Provenance::load(&out).unwrap();
+    assert_eq!(p.streams.len(), 4);
+    for s in &p.streams {
+        let m = s.message.as_str();
+        assert!(m.contains("ADIOS2 could not open the stream"), "{m}");
+        assert!(!m.contains('\u{1b}') && !m.contains("[ADIOS2"), "{m}");
+    }
+
     // With one stream broken and --allow-failed-streams: status 0.
     let good = dir.path().join("good");
     synth(&good, &["--steps", "2"]);

@@ -14,8 +14,9 @@ use chimbuko_mpi::trace::tau::TauReaderOptions;
 pub struct DumpArgs {
     /// Stream path (`<prefix>-<binary>-<rank>.bp`; for SST the name without `.sst`).
     pub stream: PathBuf,
-    /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
-    #[arg(long, default_value = "BPFile")]
+    /// ADIOS2 engine: auto (BP4/BP5 from each BP file's index header, SST
+    /// when `<name>.sst` appears), BPFile, BP4, BP5 or SST.
+    #[arg(long, default_value = "auto")]
     engine: Engine,
     /// Seconds to wait for the stream to appear.
     #[arg(long, default_value_t = 10.0)]

@@ -47,7 +47,7 @@ enum Command {
     /// Summarise a provenance file: run parameters, anomalies per function
     /// and rank, the worst anomalies with their call stacks.
     Inspect(inspect::InspectArgs),
-    /// Export a provenance file as Chimbuko's JSON documents.
+    /// Export a provenance file as Chimbuko's JSON documents or as CSV tables.
     Export(inspect::ExportArgs),
     /// Find what slowed a ROSS simulation from its instrumentation files:
     /// slow, rolling-back or hot PEs, KPs and LPs, when, and at what cost.
@@ -81,7 +81,7 @@ pub fn main() -> ExitCode {
     let (argv, effective, sources) = match command_line() {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("chimbuko-mpi: error: {e:#}");
+            command_line_error(format_args!("{e:#}"));
             return ExitCode::FAILURE;
         }
     };
@@ -141,9 +141,11 @@ fn bad_command_line(e: clap::Error, sources: &BTreeMap<String, Source>) -> ExitC
                 .next()
                 .unwrap_or("")
                 .trim_start_matches("error: ");
-            eprintln!("chimbuko-mpi: error: {origin} = {value:?}: {why}");
+            command_line_error(format_args!("{origin} = {value:?}: {why}"));
             ExitCode::from(2)
         }
+        // The same usage error on every process of the launch: said once.
+        _ if e.use_stderr() && !first_process() => ExitCode::from(2),
         _ => e.exit(),
     }
 }
@@ -181,8 +183,19 @@ fn command_line() -> anyhow::Result<CommandLine> {
     Ok((full, eff, sources))
 }
 
-/// Whether this is the first process of an MPI launch (or not under MPI):
-/// warnings given before MPI starts are printed once, not by every rank.
+/// Whether this is the first process of its program in an MPI launch (or
+/// not under MPI): errors and warnings about the command line, which every
+/// process of the program finds alike before MPI starts, are printed once,
+/// not by every rank. In an MPMD launch the first AD process counts, not
+/// world rank 0 (an application process).
 fn first_process() -> bool {
-    chimbuko_mpi::util::launcher::rank_from_env().is_none_or(|r| r == 0)
+    chimbuko_mpi::util::launcher::rank_in_program_from_env().is_none_or(|r| r == 0)
+}
+
+/// Prints an error about the command line once per launch (see
+/// [`first_process`]).
+fn command_line_error(msg: std::fmt::Arguments<'_>) {
+    if first_process() {
+        eprintln!("chimbuko-mpi: error: {msg}");
+    }
 }

@@ -34,8 +34,9 @@ pub struct RunArgs {
     /// Program index of each input (default: 0, 1, ... in input order).
     #[arg(long = "program-idx")]
     pub program_idx: Vec<u32>,
-    /// ADIOS2 engine: BPFile, BP4, BP5 or SST.
-    #[arg(long, default_value = "BPFile")]
+    /// ADIOS2 engine: auto (BP4/BP5 from each BP file's index header, SST
+    /// when `<name>.sst` appears), BPFile, BP4, BP5 or SST.
+    #[arg(long, default_value = "auto")]
     pub engine: Engine,
     /// Anomaly detector: modal, sstd, hbos, copod, or model (performance
     /// models from --models; `docs/algorithms.md`).

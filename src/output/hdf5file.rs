@@ -54,6 +54,7 @@ use hdf5_sys::h5t::{
 
 use crate::collectives::Collectives;
 use crate::output::columns::{array_description, clean_doc, DescribedRow};
+use crate::util::same_on_every_rank::SameOnEveryRank;
 
 /// Bytes per chunk of an appendable table: large enough for efficient I/O,
 /// small enough that the many small tables of a short run stay small
@@ -92,7 +93,7 @@ impl ProvenanceFile {
         };
         let problem = coll.rank0_string(&problem);
         if !problem.is_empty() {
-            bail!("{problem}");
+            return Err(SameOnEveryRank::wrap(anyhow::anyhow!("{problem}")));
         }
         let comm = coll.raw_comm();
         // HDF5's metadata cache grows adaptively up to 32 MiB as the tables

@@ -54,6 +54,14 @@ pub fn run_on_mpi(opts: &RunOptions) -> anyhow::Result<()> {
             }
             return Err(anyhow::Error::new(ExitStatus(f.exit_code())));
         }
+        // An error every rank found alike (agreed through a collective) is
+        // said once, by rank 0, without a rank.
+        if let Some(same) = e.downcast_ref::<crate::util::same_on_every_rank::SameOnEveryRank>() {
+            if coll.rank() == 0 {
+                eprintln!("chimbuko-mpi: error: {same}");
+            }
+            return Err(anyhow::Error::new(AlreadyReported));
+        }
         // One write per rank, so that mpirun does not interleave the lines of
         // different ranks' messages.
         let msg = format!("chimbuko-mpi: AD rank {}: error: {e:#}\n", coll.rank());

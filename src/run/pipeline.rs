@@ -149,7 +149,8 @@ impl<'a> Pipeline<'a> {
         signals::install(rank, opts.stop_grace);
         let start = Instant::now();
         let started_at = coll.allreduce_max(&[unix_seconds()])[0];
-        let all_specs = inputs::agree_on_streams(coll, opts, sources.as_ref())?;
+        let all_specs = inputs::agree_on_streams(coll, opts, sources.as_ref())
+            .map_err(crate::util::same_on_every_rank::SameOnEveryRank::wrap)?;
         let filter = FunctionFilter::new(FunctionRules::load(opts)?);
         let detector = opts.detector.build()?;
         let tags = run_tags(opts, all_specs.len(), size)?;

@@ -7,8 +7,11 @@
 //! - [`memory`]: growing a step's big buffers without a copy, with
 //!   huge-page hints;
 //! - [`signals`]: SIGTERM/SIGINT recorded for the step loop, with a
-//!   watchdog that ends a rank whose peers are gone.
+//!   watchdog that ends a rank whose peers are gone;
+//! - [`stderr_capture`]: what a C library prints on stderr during one
+//!   call, caught so that our error can say it (ADIOS2's open failures).
 
 pub mod allocator;
 pub mod memory;
 pub mod signals;
+pub mod stderr_capture;

@@ -26,12 +26,17 @@ use adios2_sys as sys;
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
 )]
 pub enum Engine {
+    /// Reading: the engine the stream itself says — BP4 or BP5 from the
+    /// version byte of a BP directory's index header (`md.idx`), BPFile for
+    /// a single-file BP3 stream, SST when `<name>.sst` appears. Writing:
+    /// BPFile.
+    #[default]
+    Auto,
     /// BP4 files (what TAU writes by default for post-hoc analysis).
     BP4,
     /// BP5 files.
     BP5,
     /// File engine that detects BP3/BP4/BP5 on read (writes BP5).
-    #[default]
     BPFile,
     /// Sustainable Staging Transport: in situ, writer and reader rendezvous
     /// through a `<name>.sst` contact file.
@@ -42,6 +47,7 @@ impl Engine {
     /// The engine name ADIOS2 expects.
     pub fn adios_name(self) -> &'static str {
         match self {
+            Engine::Auto => "auto",
             Engine::BP4 => "BP4",
             Engine::BP5 => "BP5",
             Engine::BPFile => "BPFile",
@@ -49,9 +55,46 @@ impl Engine {
         }
     }
 
-    /// True for engines that store data in files (as opposed to staging).
+    /// True for engines that store data in files (as opposed to staging);
+    /// `Auto` counts as a file engine until a stream turns out to be SST.
     pub fn is_file(self) -> bool {
         !matches!(self, Engine::SST)
+    }
+
+    /// The engine to read `stream` with, once it exists (`None`: nothing
+    /// there yet). `Auto` picks the engine the stream says it needs; an
+    /// explicit BP4 or BP5 on a BP directory of the other version is an
+    /// error that says so, instead of ADIOS2's failure to open it.
+    pub fn for_reading(self, stream: &Path) -> Result<Option<Engine>> {
+        let version = bp_version(stream);
+        let mismatch = |found: u8| AdiosError::EngineMismatch {
+            path: stream.display().to_string(),
+            given: self,
+            found,
+        };
+        match self {
+            Engine::Auto => Ok(if stream.is_dir() {
+                Some(match version {
+                    Some(4) => Engine::BP4,
+                    Some(5) => Engine::BP5,
+                    _ => Engine::BPFile,
+                })
+            } else if stream.exists() {
+                Some(Engine::BPFile)
+            } else if Engine::SST.rendezvous_path(stream).exists() {
+                Some(Engine::SST)
+            } else {
+                None
+            }),
+            Engine::BP4 | Engine::BP5 => {
+                let want = if self == Engine::BP4 { 4 } else { 5 };
+                match version {
+                    Some(v) if v != want => Err(mismatch(v)),
+                    _ => Ok(stream.exists().then_some(self)),
+                }
+            }
+            _ => Ok(self.rendezvous_path(stream).exists().then_some(self)),
+        }
     }
 
     /// The path whose existence tells that a writer has started: the BP
@@ -72,12 +115,13 @@ impl std::str::FromStr for Engine {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         match s.to_ascii_uppercase().as_str() {
+            "AUTO" => Ok(Engine::Auto),
             "BP4" => Ok(Engine::BP4),
             "BP5" => Ok(Engine::BP5),
             "BPFILE" | "FILE" => Ok(Engine::BPFile),
             "SST" => Ok(Engine::SST),
             other => Err(format!(
-                "unknown ADIOS2 engine '{other}' (expected BP4, BP5, BPFile or SST)"
+                "unknown ADIOS2 engine '{other}' (expected auto, BP4, BP5, BPFile or SST)"
             )),
         }
     }
@@ -113,12 +157,24 @@ pub enum AdiosError {
         waited: f64,
     },
     /// The stream exists but ADIOS2 could not open it with this engine.
-    #[error("{path}: ADIOS2 could not open the stream with engine {engine} (is it an ADIOS2 {engine} stream?)")]
+    #[error("{path}: ADIOS2 could not open the stream with engine {engine} (is it an ADIOS2 {engine} stream?){}", detail_suffix(.detail))]
     Open {
         /// The stream.
         path: String,
         /// The engine tried.
         engine: Engine,
+        /// What ADIOS2 printed about it, cleaned (empty if nothing).
+        detail: String,
+    },
+    /// An explicit BP4/BP5 engine on a BP directory of the other version.
+    #[error("{path}: this is a BP{found} stream (its index header says so) but --engine is {given}: leave --engine at auto (the default) or give BP{found}")]
+    EngineMismatch {
+        /// The stream.
+        path: String,
+        /// The engine asked for.
+        given: Engine,
+        /// The BP version in the stream's index header.
+        found: u8,
     },
     /// A name with a NUL byte, or a variable of the wrong type or shape.
     #[error("{path}: {msg}")]
@@ -301,17 +357,147 @@ fn cstring(path: &str, s: &str) -> Result<CString> {
     })
 }
 
-/// Waits until `target` exists or `timeout` passes.
-fn wait_for_path(stream: &str, target: &Path, timeout: Duration) -> Result<()> {
+/// The BP version of a BP4/BP5 directory: byte 37 of the 64-byte header
+/// of its index table `md.idx` (which starts with `ADIOS-BP v`); `None`
+/// when there is no such header (not a BP4/BP5 directory, or not yet
+/// written).
+pub fn bp_version(stream: &Path) -> Option<u8> {
+    use std::io::Read;
+    let mut head = [0u8; 38];
+    let mut f = std::fs::File::open(stream.join("md.idx")).ok()?;
+    f.read_exact(&mut head).ok()?;
+    head.starts_with(b"ADIOS-BP v").then_some(head[37])
+}
+
+/// ADIOS2's own message, as it prints it on stderr, cleaned to plain
+/// text on one line. ADIOS2 colours its output with terminal escape codes
+/// and wraps each (nested) exception in a `[timestamp] [ADIOS2 EXCEPTION]
+/// <Component> <Class> <Function> :` header; what a user needs is the text
+/// after those headers. Escape sequences, bracketed timestamps and tags,
+/// `<...>` component names and C++ stream noise (`iostream error`) go;
+/// blank parts are dropped.
+pub fn clean_adios_message(raw: &str) -> String {
+    let mut text = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // CSI sequence: ESC [ parameters final byte.
+            '\u{1b}' => {
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for d in chars.by_ref() {
+                        if ('@'..='~').contains(&d) {
+                            break;
+                        }
+                    }
+                }
+            }
+            // `[timestamp]`, `[ADIOS2 ERROR]`: dropped whole.
+            '[' => {
+                let rest: String = chars.clone().take_while(|&d| d != ']').collect();
+                if rest.starts_with("ADIOS2") || rest.chars().filter(|d| *d == ':').count() >= 2 {
+                    for d in chars.by_ref() {
+                        if d == ']' {
+                            break;
+                        }
+                    }
+                } else {
+                    text.push(c);
+                }
+            }
+            // `<Engine>`, `<BP5Reader>`: component names of the header.
+            '<' => {
+                let rest: String = chars.clone().take_while(|&d| d != '>').collect();
+                if !rest.is_empty()
+                    && rest
+                        .chars()
+                        .all(|d| d.is_alphanumeric() || "_:".contains(d))
+                {
+                    for d in chars.by_ref() {
+                        if d == '>' {
+                            break;
+                        }
+                    }
+                } else {
+                    text.push(c);
+                }
+            }
+            '\n' | '\r' | '\t' => text.push(' '),
+            _ => text.push(c),
+        }
+    }
+    let text = text.replace("iostream error", " ");
+    let parts: Vec<&str> = text
+        .split(" : ")
+        .flat_map(|p| p.split(": :"))
+        .map(|p| p.trim().trim_matches(':').trim())
+        .filter(|p| !p.is_empty() && *p != "adios2_open")
+        .collect();
+    parts
+        .join(": ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
+}
+
+/// Makes reads past the end of a data file an error instead of a wait.
+///
+/// By default ADIOS2's file transport waits for data beyond the end of a
+/// file to appear (a writer may still be adding it), without end: a stream
+/// whose `data.0` was cut short hangs its reader forever. The metadata of a
+/// step is written after its data, so data a step's metadata points to is
+/// there unless the file was truncated; with `FailOnEOF` the transport
+/// retries with growing pauses (about 45 s in all, for slow parallel file
+/// systems) and then fails, which we report as the stream's error.
+fn fail_on_eof(ctx: &Context, path: &str) -> Result<()> {
+    let file = cstring(path, "File")?;
+    let (key, value) = (cstring(path, "FailOnEOF")?, cstring(path, "true")?);
+    let mut index = 0usize;
+    // SAFETY: io valid; the strings outlive the calls; `index` is a valid
+    // out pointer.
+    unsafe {
+        check(
+            path,
+            "adios2_add_transport",
+            sys::adios2_add_transport(&mut index, ctx.io, file.as_ptr()),
+        )?;
+        check(
+            path,
+            "adios2_set_transport_parameter",
+            sys::adios2_set_transport_parameter(ctx.io, index, key.as_ptr(), value.as_ptr()),
+        )
+    }
+}
+
+/// Waits until `stream` exists in a form `engine` can read, or `timeout`
+/// passes; returns the engine to read it with (see
+/// [`Engine::for_reading`]).
+fn wait_for_stream(path: &str, stream: &Path, engine: Engine, timeout: Duration) -> Result<Engine> {
     let start = Instant::now();
     loop {
-        if target.exists() {
-            return Ok(());
+        if let Some(e) = engine.for_reading(stream)? {
+            return Ok(e);
         }
         if start.elapsed() >= timeout {
+            let what = match engine {
+                Engine::Auto => format!(
+                    "{} (BP files) or {} (SST)",
+                    stream.display(),
+                    Engine::SST.rendezvous_path(stream).display()
+                ),
+                e => e.rendezvous_path(stream).display().to_string(),
+            };
             return Err(AdiosError::NotFound {
-                path: stream.to_owned(),
-                what: target.display().to_string(),
+                path: path.to_owned(),
+                what,
                 waited: start.elapsed().as_secs_f64(),
             });
         }
@@ -363,7 +549,7 @@ impl StreamReader {
     /// `opts.open_timeout` for the writer to create it.
     pub fn open(path: &Path, engine: Engine, opts: &ReadOptions) -> Result<Self> {
         let path_s = path.display().to_string();
-        wait_for_path(&path_s, &engine.rendezvous_path(path), opts.open_timeout)?;
+        let engine = wait_for_stream(&path_s, path, engine, opts.open_timeout)?;
         let mut params = opts.params.clone();
         let secs = opts.open_timeout.as_secs_f64().max(1.0).to_string();
         if !params
@@ -393,14 +579,30 @@ impl StreamReader {
             params.push(("Threads".into(), "1".into()));
         }
         let ctx = Context::new(&path_s, &opts.io_name, engine, &params)?;
+        if engine.is_file() {
+            fail_on_eof(&ctx, &path_s)?;
+        }
         let name_c = cstring(&path_s, &path_s)?;
         // SAFETY: io valid; name_c valid for the call.
-        let eng = unsafe { sys::adios2_open(ctx.io, name_c.as_ptr(), sys::adios2_mode_read) };
+        let open = || unsafe { sys::adios2_open(ctx.io, name_c.as_ptr(), sys::adios2_mode_read) };
+        // ADIOS2 prints why an open failed instead of returning it: catch
+        // that text for the error (file engines only: their open returns
+        // at once, while SST's waits for the writer).
+        let (eng, printed) = if engine.is_file() {
+            crate::sys::stderr_capture::capture_stderr(open)
+        } else {
+            (open(), String::new())
+        };
+        let detail = clean_adios_message(&printed);
         if eng.is_null() {
             return Err(AdiosError::Open {
                 path: path_s,
                 engine,
+                detail,
             });
+        }
+        if !detail.is_empty() {
+            eprintln!("{path_s}: ADIOS2: {detail}");
         }
         Ok(StreamReader {
             engine: eng,
@@ -875,6 +1077,11 @@ impl StreamWriter {
     /// engine's `RendezvousReaderCount` readers (default 1) have connected.
     pub fn create(path: &Path, engine: Engine, opts: &WriteOptions) -> Result<Self> {
         let path_s = path.display().to_string();
+        let engine = if engine == Engine::Auto {
+            Engine::BPFile
+        } else {
+            engine
+        };
         let ctx = Context::new(&path_s, &opts.io_name, engine, &opts.params)?;
         let name_c = cstring(&path_s, &path_s)?;
         // SAFETY: io valid; name valid for the call.
@@ -883,6 +1090,7 @@ impl StreamWriter {
             return Err(AdiosError::Open {
                 path: path_s,
                 engine,
+                detail: String::new(),
             });
         }
         Ok(StreamWriter {
@@ -1070,4 +1278,51 @@ impl Drop for StreamWriter {
 /// Version of the ADIOS2 library headers we were built against.
 pub fn adios2_version() -> &'static str {
     sys::ADIOS2_HEADER_VERSION
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adios_messages_lose_colours_timestamps_and_headers() {
+        let raw = "\u{1b}[1;36m [Wed Nov 25 16:59:40 2026]\u{1b}[0m\u{1b}[1;34m [ADIOS2 EXCEPTION]\u{1b}[0m <Helper> <adiosSystem> <ExceptionToError> : adios2_open: [Wed Nov 25 16:59:40 2026] [ADIOS2 EXCEPTION] <Engine> <BP4Reader> <OpenFiles> : File /d/x.bp could not be found: errno=2\u{1b}[0m\niostream error\n";
+        assert_eq!(
+            clean_adios_message(raw),
+            "File /d/x.bp could not be found: errno=2"
+        );
+        assert_eq!(clean_adios_message(""), "");
+        assert_eq!(
+            clean_adios_message("plain [text] and <a b>"),
+            "plain [text] and <a b>"
+        );
+    }
+
+    #[test]
+    fn bp_versions_come_from_the_index_header() {
+        let dir = std::env::temp_dir().join(format!("bpver-{}", std::process::id()));
+        let bp = dir.join("s.bp");
+        std::fs::create_dir_all(&bp).unwrap();
+        let mut head = b"ADIOS-BP v2.<.1 Index Table".to_vec();
+        head.resize(64, 0);
+        head[37] = 5;
+        std::fs::write(bp.join("md.idx"), &head).unwrap();
+        assert_eq!(bp_version(&bp), Some(5));
+        assert_eq!(Engine::Auto.for_reading(&bp).unwrap(), Some(Engine::BP5));
+        assert_eq!(Engine::BP5.for_reading(&bp).unwrap(), Some(Engine::BP5));
+        let err = Engine::BP4.for_reading(&bp).unwrap_err().to_string();
+        assert!(
+            err.contains("BP5 stream") && err.contains("--engine is BP4"),
+            "{err}"
+        );
+        head[37] = 4;
+        std::fs::write(bp.join("md.idx"), &head).unwrap();
+        assert_eq!(Engine::Auto.for_reading(&bp).unwrap(), Some(Engine::BP4));
+        // Nothing there yet; then an SST contact file.
+        let sst = dir.join("live.bp");
+        assert_eq!(Engine::Auto.for_reading(&sst).unwrap(), None);
+        std::fs::write(dir.join("live.bp.sst"), b"").unwrap();
+        assert_eq!(Engine::Auto.for_reading(&sst).unwrap(), Some(Engine::SST));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

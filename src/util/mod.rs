@@ -4,4 +4,5 @@
 pub mod csv;
 pub mod hash;
 pub mod launcher;
+pub mod same_on_every_rank;
 pub mod utc;

@@ -2,7 +2,7 @@
 //! `{binary}`), or TAU's default names `<trace-dir>/<prefix>-<binary>-<rank>.bp`;
 //! with file engines the streams of each input are counted.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::bail;
@@ -128,6 +128,11 @@ pub fn list_streams(inputs: &TauInputs) -> anyhow::Result<Vec<StreamSpec>> {
                 pattern.replace("{rank}", "0")
             );
         }
+        // An explicit BP4/BP5 on files of the other version would fail on
+        // every stream: say so once, before anything starts.
+        inputs
+            .engine
+            .for_reading(Path::new(&pattern.replace("{rank}", "0")))?;
         for r in 0..count {
             let path = PathBuf::from(pattern.replace("{rank}", &r.to_string()));
             if let Some(other) = seen.insert(path.clone(), i) {
