@@ -90,7 +90,10 @@ mod tests {
         assert_eq!(v, 42);
         assert_eq!(text, "\x1b[1;31mboom\x1b[0m\n");
         // Restored: a second capture sees only its own text.
-        let ((), again) = capture_stderr(|| eprint!("x"));
+        // (Writes to fd 2 itself: the test harness captures `eprint!`.)
+        let ((), again) = capture_stderr(|| {
+            let _ = std::io::stderr().write_all(b"x");
+        });
         assert_eq!(again, "x");
     }
 }
