@@ -169,6 +169,15 @@ pub fn dump_stream(
     opts: &DumpOptions,
 ) -> Result<StreamSummary, TraceError> {
     let start = Instant::now();
+    // A read that never returns (data cut short, a writer that hangs
+    // mid-step) would hang `dump` silently: a watchdog ends it after the
+    // step timeout, or the open timeout for file engines without one.
+    let limit = match opts.step_timeout {
+        Some(t) => Some(t),
+        None if reader_opts.engine.is_file() => Some(reader_opts.adios.open_timeout),
+        None => None,
+    };
+    let watchdog = limit.map(|l| ReadWatchdog::start(path, l));
     let mut reader = TauStreamReader::open(path, reader_opts)?;
     let mut summary = StreamSummary {
         stream: path.display().to_string(),
@@ -183,7 +192,11 @@ pub fn dump_stream(
     let poll = Duration::from_millis(200);
     let mut waited = Duration::ZERO;
     loop {
-        match reader.next_step(poll)? {
+        if let Some(w) = &watchdog {
+            w.alive(summary.steps.len());
+        }
+        let next = reader.next_step(poll)?;
+        match next {
             NextStep::Step(step) => {
                 waited = Duration::ZERO;
                 summary.total_func_events += step.funcs.len() as u64;
@@ -220,6 +233,71 @@ pub fn dump_stream(
     summary.counters = named(&dict.counters);
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Ends the process when the reading thread shows no sign of life for
+/// longer than its limit (see [`dump_stream`]). ADIOS2 calls cannot be
+/// interrupted, so ending the process is the only way out of one that
+/// never returns; `dump` only reads, so nothing is left half-written.
+struct ReadWatchdog {
+    state: std::sync::Arc<WatchdogState>,
+}
+
+struct WatchdogState {
+    start: Instant,
+    /// Milliseconds since `start` at the last sign of life.
+    last_ms: std::sync::atomic::AtomicU64,
+    /// Steps read by then.
+    steps: std::sync::atomic::AtomicUsize,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl ReadWatchdog {
+    fn start(path: &Path, limit: Duration) -> ReadWatchdog {
+        use std::sync::atomic::Ordering::Relaxed;
+        let state = std::sync::Arc::new(WatchdogState {
+            start: Instant::now(),
+            last_ms: 0.into(),
+            steps: 0.into(),
+            done: false.into(),
+        });
+        let s = state.clone();
+        let stream = path.display().to_string();
+        std::thread::spawn(move || {
+            while !s.done.load(Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let now = s.start.elapsed().as_millis() as u64;
+                let quiet = Duration::from_millis(now.saturating_sub(s.last_ms.load(Relaxed)));
+                if quiet > limit && !s.done.load(Relaxed) {
+                    eprintln!(
+                        "chimbuko-mpi: error: {stream}: reading step {} made no progress for {:.1} s \
+                         (its data is shorter than its metadata says, e.g. a truncated data file, \
+                         or its writer hangs); giving up",
+                        s.steps.load(Relaxed),
+                        quiet.as_secs_f64()
+                    );
+                    std::process::exit(1);
+                }
+            }
+        });
+        ReadWatchdog { state }
+    }
+
+    /// A sign of life: `steps` steps read so far.
+    fn alive(&self, steps: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = self.state.start.elapsed().as_millis() as u64;
+        self.state.last_ms.store(now, Relaxed);
+        self.state.steps.store(steps, Relaxed);
+    }
+}
+
+impl Drop for ReadWatchdog {
+    fn drop(&mut self) {
+        self.state
+            .done
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {

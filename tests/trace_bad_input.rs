@@ -249,3 +249,99 @@ fn dump_reports_issues_and_exits_cleanly_on_missing_stream() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/dir/tau-metrics-x-0.bp"), "{err}");
 }
+
+#[test]
+fn dump_of_a_truncated_stream_ends_within_its_step_timeout() {
+    // The metadata promises data that `data.0` no longer holds: ADIOS2's
+    // read waits for it forever; `dump` gives up after --step-timeout.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    run_ok(
+        std::process::Command::new(exe())
+            .args(["synth", "--steps", "3", "--ranks", "1", "--out"])
+            .arg(&data),
+    );
+    let stream = data.join("tau-metrics-demo-0.bp");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(stream.join("data.0"))
+        .unwrap();
+    f.set_len(100).unwrap();
+    let start = Instant::now();
+    let out = std::process::Command::new(exe())
+        .args(["dump", "--step-timeout", "2"])
+        .arg(&stream)
+        .output()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(30), "bounded time");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("made no progress for 2."), "{err}");
+    assert!(err.contains("truncated"), "{err}");
+}
+
+/// CPU seconds (user + system) of the finished children of this process.
+fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+#[test]
+fn waiting_for_late_streams_says_so_and_costs_no_cpu() {
+    // 4 streams announced, 2 there: rank 0 reports progress while it
+    // waits, the other rank sleeps, nobody waits twice, missing streams
+    // fail.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    run_ok(
+        std::process::Command::new(exe())
+            .args([
+                "synth",
+                "--steps",
+                "2",
+                "--ranks",
+                "2",
+                "--events-per-step",
+                "300",
+                "--out",
+            ])
+            .arg(&data),
+    );
+    let before = children_cpu_seconds();
+    let start = Instant::now();
+    let out = mpirun(2)
+        .arg(exe())
+        .args([
+            "run",
+            "--no-provenance",
+            "--app-ranks",
+            "4",
+            "--open-timeout",
+            "8",
+            "--input",
+        ])
+        .arg(data.join("tau-metrics-demo-{rank}.bp"))
+        .output()
+        .unwrap();
+    let waited = start.elapsed();
+    let cpu = children_cpu_seconds() - before;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("waiting for streams: 2 of 4 found after 5 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 of 4 stream(s) found within the open timeout"),
+        "{err}"
+    );
+    assert!(
+        waited < Duration::from_secs(8 + 12),
+        "one wait, not two: {waited:?}"
+    );
+    // Spinning in MPI while rank 0 waits would burn ~8 s of CPU.
+    assert!(cpu < 4.0, "{cpu:.1} s of CPU while waiting\n{err}");
+}

@@ -108,6 +108,24 @@ impl Collectives {
         self.world.barrier();
     }
 
+    /// A barrier that sleeps while it waits: for ranks that wait on rank 0
+    /// for seconds or minutes (listing streams that have yet to appear).
+    /// A plain barrier spins a core at 100 % in Open MPI's progress loop;
+    /// this one polls a non-blocking barrier every 10 ms.
+    pub fn idle_barrier(&self) {
+        self.count(0);
+        let mut req = self.world.immediate_barrier();
+        loop {
+            match req.test() {
+                Ok(_) => return,
+                Err(r) => {
+                    req = r;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        }
+    }
+
     /// Every rank's bytes, in rank order.
     pub fn allgather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
         self.count(mine.len() + std::mem::size_of::<Count>());

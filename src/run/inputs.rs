@@ -25,6 +25,9 @@ pub fn agree_on_streams(
     } else {
         serde_json::Value::Null
     };
+    // Listing can wait the whole open timeout for late streams: the other
+    // ranks wait for it without spinning a core each.
+    coll.idle_barrier();
     let settings = serde_json::to_string(&opts.settings).unwrap_or_default();
     let mut msg = serde_json::to_vec(&serde_json::json!({ "streams": mine, "settings": settings }))
         .unwrap_or_default();
@@ -75,6 +78,7 @@ mod tests {
 
     fn spec(i: usize) -> StreamSpec {
         StreamSpec {
+            waited_in_vain: false,
             program: 0,
             app_rank: i as u64,
             path: PathBuf::new(),

@@ -116,6 +116,10 @@ pub struct StreamSpec {
     pub global_index: usize,
     /// Which input (`--input`) it came from.
     pub input: usize,
+    /// Rank 0 already waited the whole open timeout for this stream while
+    /// listing, and it did not appear: opening it should not wait again.
+    #[serde(default)]
+    pub waited_in_vain: bool,
 }
 
 /// Opens the streams of a run: one kind of trace source, with its settings.

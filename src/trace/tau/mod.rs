@@ -368,16 +368,30 @@ pub struct TauSources {
 
 impl SourceOpener for TauSources {
     fn list_streams(&self) -> anyhow::Result<Vec<StreamSpec>> {
-        streams::list_streams(&self.inputs)
+        let mut specs = streams::list_streams(&self.inputs)?;
+        streams::wait_for_streams(&self.inputs, &mut specs, !self.report_issues)?;
+        Ok(specs)
     }
 
     fn open(&self, stream: &StreamSpec) -> Result<Box<dyn TraceSource>, TraceError> {
+        if stream.waited_in_vain && self.inputs.engine.for_reading(&stream.path)?.is_none() {
+            return Err(TraceError::Open(AdiosError::NotFound {
+                path: stream.path.display().to_string(),
+                what: "it (by AD rank 0, while listing the streams)".into(),
+                waited: self.inputs.open_timeout.as_secs_f64(),
+            }));
+        }
         let opts = TauReaderOptions {
             engine: self.inputs.engine,
             program_idx: u64::from(stream.program),
             expected_rank: Some(stream.app_rank),
             adios: ReadOptions {
-                open_timeout: self.inputs.open_timeout,
+                // Rank 0 waited the whole timeout for it already.
+                open_timeout: if stream.waited_in_vain {
+                    std::time::Duration::ZERO
+                } else {
+                    self.inputs.open_timeout
+                },
                 ..Default::default()
             },
             report_issues: self.report_issues,

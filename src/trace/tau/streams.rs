@@ -146,6 +146,7 @@ pub fn list_streams(inputs: &TauInputs) -> anyhow::Result<Vec<StreamSpec>> {
                 );
             }
             out.push(StreamSpec {
+                waited_in_vain: false,
                 program,
                 app_rank: r,
                 path,
@@ -155,6 +156,62 @@ pub fn list_streams(inputs: &TauInputs) -> anyhow::Result<Vec<StreamSpec>> {
         }
     }
     Ok(out)
+}
+
+/// Waits, up to the open timeout, until every stream of `specs` exists in
+/// a form the engine reads, printing every few seconds how many have been
+/// found (unless `quiet`): a run whose application is late, or whose path
+/// has a typo, says so instead of staying silent. Streams still missing at
+/// the end are marked, so that opening them does not wait a second time.
+pub fn wait_for_streams(
+    inputs: &TauInputs,
+    specs: &mut [StreamSpec],
+    quiet: bool,
+) -> anyhow::Result<()> {
+    const REPORT_EVERY: Duration = Duration::from_secs(5);
+    let start = std::time::Instant::now();
+    let mut found = vec![false; specs.len()];
+    let mut last_report = start;
+    loop {
+        for (f, s) in found.iter_mut().zip(specs.iter()) {
+            if !*f {
+                *f = inputs.engine.for_reading(&s.path)?.is_some();
+            }
+        }
+        let n = found.iter().filter(|f| **f).count();
+        if n == specs.len() {
+            return Ok(());
+        }
+        let waited = start.elapsed();
+        if waited >= inputs.open_timeout {
+            for (s, f) in specs.iter_mut().zip(&found) {
+                s.waited_in_vain = !*f;
+            }
+            if !quiet {
+                let missing = specs.iter().find(|s| s.waited_in_vain);
+                eprintln!(
+                    "run: {n} of {} stream(s) found within the open timeout ({:.0} s); the others fail (first missing: {})",
+                    specs.len(),
+                    inputs.open_timeout.as_secs_f64(),
+                    missing.map_or(String::new(), |s| s.path.display().to_string())
+                );
+            }
+            return Ok(());
+        }
+        if !quiet && last_report.elapsed() >= REPORT_EVERY {
+            last_report = std::time::Instant::now();
+            let missing = specs.iter().zip(&found).find(|(_, f)| !**f);
+            eprintln!(
+                "run: waiting for streams: {n} of {} found after {:.0} s (open timeout {:.0} s; waiting for {}{})",
+                specs.len(),
+                waited.as_secs_f64(),
+                inputs.open_timeout.as_secs_f64(),
+                missing.map_or(String::new(), |(s, _)| s.path.display().to_string()),
+                if inputs.engine == Engine::SST { ".sst" } else { "" },
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Streams of a file pattern, once rank 0's exists (waiting up to `wait`).
