@@ -472,3 +472,49 @@ fn a_full_output_file_system_stops_the_run_with_the_file_readable() {
     let written: u64 = p.attrs["steps_written"].parse().unwrap();
     assert!((1..12).contains(&written), "{written}");
 }
+
+/// CPU seconds (user + system) of this process's finished, reaped children.
+fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+#[test]
+fn a_stalled_stream_costs_the_waiting_ranks_no_cpu() {
+    // Two AD ranks, one stream each; one writer hangs (SIGSTOP). Until the
+    // step timeout (10 s) gives it up, the other rank waits for it: asleep,
+    // not spinning in MPI (which burnt a core for the whole timeout).
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut apps = writers(&data, "BP4", 2, 200);
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child process.
+    unsafe { libc::kill(apps[1].id() as i32, libc::SIGSTOP) };
+    let before = children_cpu_seconds();
+    let out = dir.path().join("prov.h5");
+    let result = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out)
+        .args([
+            "--app-ranks",
+            "2",
+            "--step-timeout",
+            "10",
+            "--max-steps",
+            "40",
+        ])
+        .output()
+        .unwrap();
+    // Measured before the writers are reaped: the AD job only.
+    let cpu = children_cpu_seconds() - before;
+    for a in &mut apps {
+        let _ = a.kill();
+        let _ = a.wait();
+    }
+    let err = String::from_utf8_lossy(&result.stderr);
+    let p = Provenance::load(&out).unwrap();
+    let states = stream_states(&p);
+    assert_eq!(states[1].0, "stalled", "{states:?}\n{err}");
+    assert!(cpu < 5.0, "{cpu:.1} s of CPU over a 10 s stall\n{err}");
+}

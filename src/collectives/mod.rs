@@ -108,20 +108,26 @@ impl Collectives {
         self.world.barrier();
     }
 
-    /// A barrier that sleeps while it waits: for ranks that wait on rank 0
-    /// for seconds or minutes (listing streams that have yet to appear).
-    /// A plain barrier spins a core at 100 % in Open MPI's progress loop;
-    /// this one polls a non-blocking barrier every 10 ms.
+    /// A barrier that sleeps while it waits. A plain barrier spins a core
+    /// at 100 % in Open MPI's progress loop for as long as the slowest rank
+    /// takes: seconds to minutes while rank 0 lists streams that have yet
+    /// to appear, or while one rank's stream stalls (up to the step
+    /// timeout) and the others wait for it. This one polls a non-blocking
+    /// barrier: without pause for the first 2 ms (ranks in step pay no
+    /// more than for a barrier), then with pauses growing to 20 ms.
     pub fn idle_barrier(&self) {
         self.count(0);
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(500);
         let mut req = self.world.immediate_barrier();
         loop {
             match req.test() {
                 Ok(_) => return,
-                Err(r) => {
-                    req = r;
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
+                Err(r) => req = r,
+            }
+            if start.elapsed() > std::time::Duration::from_millis(2) {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(20));
             }
         }
     }

@@ -30,7 +30,8 @@ impl Pipeline<'_> {
         }
         // Every rank has its step: waiting here for the slowest one counts
         // as reading, so that the collectives' times of the later stages
-        // are the exchanges themselves, not the ranks' imbalance.
-        st.coll.barrier();
+        // are the exchanges themselves, not the ranks' imbalance. The wait
+        // sleeps: a stalled stream elsewhere costs this rank no CPU.
+        st.coll.idle_barrier();
     }
 }
