@@ -434,14 +434,15 @@ fn sigterm_stops_every_rank_together_and_marks_the_file() {
 
 #[test]
 fn a_full_output_file_system_stops_the_run_with_the_file_readable() {
-    // A small file system of our own (needs the privilege to mount tmpfs,
+    // A small file system of our own (1.2 MB: room for the first steps,
+    // not for the whole run) (needs the privilege to mount tmpfs,
     // as root in CI; elsewhere /dev/full in provenance_mpi.rs covers the
     // error path).
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
     let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=400k", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", "size=1200k", "tmpfs"])
         .arg(&mnt)
         .status()
         .is_ok_and(|s| s.success());
@@ -463,8 +464,10 @@ fn a_full_output_file_system_stops_the_run_with_the_file_readable() {
         "the file system cannot hold the run"
     );
     let err = String::from_utf8_lossy(&result.stderr);
+    // Every rank's reason, in one message.
+    assert_eq!(err.matches("analysis stopped because").count(), 1, "{err}");
     assert!(
-        err.contains("AD rank 0: error") && err.contains("AD rank 1: error"),
+        err.contains("AD rank 0: ") && err.contains("AD rank 1: "),
         "{err}"
     );
     let p = p.expect("readable up to the last good flush");

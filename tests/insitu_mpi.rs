@@ -191,12 +191,9 @@ fn fails_everywhere(np: usize, args: &[&str], expect: &str) {
     assert!(!out.status.success(), "{args:?} should fail");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(expect), "{expect:?} not in:\n{err}");
-    for r in 0..np {
-        assert!(
-            err.contains(&format!("AD rank {r}: error")),
-            "rank {r} silent:\n{err}"
-        );
-    }
+    // The same on every rank: said once, by AD rank 0 for all.
+    assert_eq!(err.matches("chimbuko-mpi: error: ").count(), 1, "{err}");
+    let _ = np;
 }
 
 #[test]

@@ -263,8 +263,11 @@ impl Outputs {
     /// printed, since the run is failing already.
     pub fn abort(&mut self, ctx: &RunContext<'_>, end: &RunEnd) {
         for c in &mut self.consumers {
-            if let Err(e) = c.abort(ctx, end) {
-                eprintln!("chimbuko-mpi: AD rank {}: {e:#}", ctx.coll.rank());
+            match c.abort(ctx, end) {
+                // The earlier write error is the one reported.
+                Err(e) if e.is::<super::writer::UnusableAfterEarlierError>() => {}
+                Err(e) => eprintln!("chimbuko-mpi: AD rank {}: {e:#}", ctx.coll.rank()),
+                Ok(()) => {}
             }
         }
     }

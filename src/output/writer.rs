@@ -284,10 +284,9 @@ impl ProvenanceWriter {
     /// Fails once the file is unusable (the same on every rank).
     fn usable(&self) -> anyhow::Result<()> {
         if self.broken {
-            bail!(
-                "provenance file {} is unusable after an earlier write error",
-                self.file.path().display()
-            );
+            return Err(anyhow::Error::new(UnusableAfterEarlierError(
+                self.file.path().display().to_string(),
+            )));
         }
         Ok(())
     }
@@ -738,3 +737,20 @@ fn model_row(
         hist_len: s.hist_counts.len() as u32,
     }
 }
+
+/// The file is unusable because an earlier write failed: a consequence of
+/// an error that has been (or is being) reported, not news to the user.
+#[derive(Debug)]
+pub struct UnusableAfterEarlierError(pub String);
+
+impl std::fmt::Display for UnusableAfterEarlierError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "provenance file {} is unusable after an earlier write error",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnusableAfterEarlierError {}

@@ -181,8 +181,8 @@ impl std::fmt::Display for ExitStatus {
 
 impl std::error::Error for ExitStatus {}
 
-/// Every rank learns every failing rank's message, then all return an error
-/// (collective).
+/// Every rank learns every failing rank's message, then all return the same
+/// error (collective), which rank 0 says for all.
 fn collective_failure(coll: &Collectives, mine: Option<&str>) -> anyhow::Error {
     let msgs = coll.allgather_bytes(mine.unwrap_or("").as_bytes());
     let text: Vec<String> = msgs
@@ -191,8 +191,8 @@ fn collective_failure(coll: &Collectives, mine: Option<&str>) -> anyhow::Error {
         .filter(|(_, m)| !m.is_empty())
         .map(|(r, m)| format!("AD rank {r}: {}", String::from_utf8_lossy(m)))
         .collect();
-    anyhow::anyhow!(
+    crate::util::same_on_every_rank::SameOnEveryRank::wrap(anyhow::anyhow!(
         "analysis stopped because AD rank(s) failed:\n  {}",
         text.join("\n  ")
-    )
+    ))
 }
