@@ -30,6 +30,7 @@
 //! plain [`run::options::RunOptions`]. [`ross`] analyses the instrumentation
 //! files of the ROSS simulator (read by [`trace::ross`]). Beside it: [`synth`] writes synthetic
 //! TAU streams with known anomalies, [`dump`] shows what a stream holds,
+//! [`report`] draws a provenance file as one self-contained HTML page,
 //! [`sys`] is the room for libc calls (signals, allocator, memory hints),
 //! and [`util`] holds small text formats.
 //!
@@ -74,6 +75,7 @@ pub mod events;
 pub mod fuzzing;
 pub mod model;
 pub mod output;
+pub mod report;
 pub mod ross;
 pub mod run;
 pub mod synth;

@@ -9,6 +9,7 @@ mod dump;
 mod generate;
 mod inspect;
 mod model;
+mod report;
 mod ross;
 mod run;
 mod settings;
@@ -49,6 +50,10 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Export a provenance file as Chimbuko's JSON documents or as CSV tables.
     Export(inspect::ExportArgs),
+    /// Draw a provenance file as one self-contained HTML page (overview,
+    /// ranking, anomalies over time, functions, each anomaly's call stack
+    /// and timeline) to open offline in a browser.
+    Report(report::ReportArgs),
     /// Find what slowed a ROSS simulation from its instrumentation files:
     /// slow, rolling-back or hot PEs, KPs and LPs, when, and at what cost.
     Ross(ross::RossArgs),
@@ -95,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Run(a) => chimbuko_mpi::run::run_on_mpi(&a.into_options(effective)),
         Command::Inspect(a) => inspect::run_inspect(a),
         Command::Export(a) => inspect::run_export(a),
+        Command::Report(a) => report::run_report(a),
         Command::Ross(a) => ross::run_ross(a),
         Command::Model(a) => model::run_model(a),
     };

@@ -106,6 +106,10 @@ pub struct RunArgs {
     /// Write the run summary (JSON) here (rank 0).
     #[arg(long)]
     pub summary_out: Option<PathBuf>,
+    /// Write the HTML report of the provenance file here at the end (rank
+    /// 0; the same page as `chimbuko-mpi report`).
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Ground-truth CSV(s) from `synth`, one per input: report precision/recall.
     #[arg(long = "truth")]
     pub truth: Vec<PathBuf>,
@@ -283,6 +287,7 @@ impl RunArgs {
             labels_out: self.labels_out,
             model_out: self.model_out,
             summary_out: self.summary_out,
+            report: self.report,
             truth: self.truth,
             stats_out: self.stats_out,
             viz_url: self.viz_url,

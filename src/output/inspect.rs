@@ -43,7 +43,7 @@ fn program_name(path: &str) -> String {
 }
 
 /// Each program's name, by program index, from the `streams` table.
-fn program_names(p: &Provenance) -> BTreeMap<u32, String> {
+pub fn program_names(p: &Provenance) -> BTreeMap<u32, String> {
     let mut out = BTreeMap::new();
     for s in &p.streams {
         out.entry(s.pid)
@@ -53,7 +53,7 @@ fn program_names(p: &Provenance) -> BTreeMap<u32, String> {
 }
 
 /// `main1:3` (program name, or index when unknown, and application rank).
-fn rank_label(names: &BTreeMap<u32, String>, pid: u32, rid: u64) -> String {
+pub fn rank_label(names: &BTreeMap<u32, String>, pid: u32, rid: u64) -> String {
     match names.get(&pid) {
         Some(n) if !n.is_empty() => format!("{n}:{rid}"),
         _ => format!("{pid}:{rid}"),
@@ -73,7 +73,7 @@ fn attr_value(v: &str) -> Value {
 }
 
 /// Whether the run wrote its final state (`completed = 1`).
-fn completed(p: &Provenance) -> bool {
+pub fn completed(p: &Provenance) -> bool {
     p.attrs.get("completed").map(String::as_str) != Some("0")
 }
 
@@ -136,7 +136,7 @@ pub fn inspect_json(p: &Provenance, o: InspectOptions) -> Value {
 }
 
 /// Anomalies labelled in situ (before the end-of-run re-judgement).
-fn in_situ(p: &Provenance) -> usize {
+pub fn in_situ(p: &Provenance) -> usize {
     p.collections[0]
         .records
         .iter()

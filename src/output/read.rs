@@ -16,6 +16,19 @@ use serde_json::{json, Value};
 use super::records::*;
 use super::COLLECTIONS;
 
+/// Whether `path` is a provenance file written by this project (an HDF5
+/// file with a `schema_version` root attribute); an error when it is not
+/// an HDF5 file at all.
+pub fn is_provenance_file(path: &Path) -> anyhow::Result<bool> {
+    let f = hdf5::File::open(path).with_context(|| {
+        format!(
+            "{} is not a provenance file of chimbuko-mpi (not an HDF5 file)",
+            path.display()
+        )
+    })?;
+    Ok(f.attr("schema_version").is_ok())
+}
+
 /// Everything in a provenance file.
 pub struct Provenance {
     /// Root attributes (`schema_version`, `algorithm`, ...), as text.
@@ -124,7 +137,8 @@ impl Provenance {
         )
     }
 
-    fn counter_name(&self, c: u32) -> String {
+    /// Full name of a counter.
+    pub fn counter_name(&self, c: u32) -> String {
         self.counters
             .get(c as usize)
             .map_or_else(|| format!("<counter {c}>"), |x| x.name.as_str().to_owned())
@@ -142,7 +156,9 @@ impl Provenance {
     }
 }
 
-pub(super) fn slice<T>(v: &[T], start: u64, len: u32) -> &[T] {
+/// Rows `start .. start + len` of a companion table (empty when out of
+/// range).
+pub fn slice<T>(v: &[T], start: u64, len: u32) -> &[T] {
     let s = (start as usize).min(v.len());
     let e = (s + len as usize).min(v.len());
     &v[s..e]
@@ -318,7 +334,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
 }
 
 /// The record's own frames (its GPU parent's stack follows them).
-pub(super) fn own_stack(rows: &[CallStackRow]) -> &[CallStackRow] {
+pub fn own_stack(rows: &[CallStackRow]) -> &[CallStackRow] {
     let n = rows.iter().take_while(|r| r.of_gpu_parent == 0).count();
     &rows[..n]
 }

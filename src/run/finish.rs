@@ -5,7 +5,7 @@
 //! outputs finish (collectively), the ranks check that they hold the same
 //! model, and the run report gets the run's headline numbers.
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 
 use super::attributes::unix_seconds;
 use super::collective_failure;
@@ -114,6 +114,17 @@ impl Pipeline<'_> {
         };
         let allowed = st.opts.allow_failed_streams;
         self.outputs.report(&st.context(), &mut summary)?;
+        // The HTML page of the file just closed (rank 0; no collective
+        // follows, so only rank 0's exit status says if it failed).
+        if let (Some(html), Some(prov), 0) = (&st.opts.report, &st.provenance, coll.rank()) {
+            let w = crate::report::write_report(prov, html)
+                .with_context(|| format!("writing the report of {}", prov.display()))?;
+            eprintln!(
+                "run: report written to {} ({:.1} MB)",
+                w.path.display(),
+                w.bytes as f64 / 1e6
+            );
+        }
         if failed.failed + failed.stalled > 0 && (failed.none_read || !allowed) {
             return Err(failed.into());
         }

@@ -107,6 +107,8 @@ pub struct RunOptions {
     pub model_out: Option<PathBuf>,
     /// File for the run summary (JSON).
     pub summary_out: Option<PathBuf>,
+    /// File for the HTML report of the provenance file, written at the end.
+    pub report: Option<PathBuf>,
     /// Ground-truth CSVs, one per input.
     pub truth: Vec<PathBuf>,
     /// Live statistics as JSON lines: a file, or `-` for stdout.
@@ -167,6 +169,7 @@ impl Default for RunOptions {
             labels_out: None,
             model_out: None,
             summary_out: None,
+            report: None,
             truth: Vec::new(),
             stats_out: None,
             viz_url: None,

@@ -154,6 +154,11 @@ impl<'a> Pipeline<'a> {
         let filter = FunctionFilter::new(FunctionRules::load(opts)?);
         let detector = opts.detector.build()?;
         let tags = run_tags(opts, all_specs.len(), size)?;
+        if opts.report.is_some() && opts.no_provenance {
+            anyhow::bail!(
+                "--report draws the provenance file: it cannot be used with --no-provenance"
+            );
+        }
         if opts.model_samples > 0 && opts.no_provenance {
             anyhow::bail!(
                 "--model-samples records into the provenance file: it cannot be used with --no-provenance"
