@@ -34,9 +34,11 @@ mpirun $CHIMBUKO_MPIRUN_FLAGS \
   --labels-out "$OUT/labels" \
   --model-out "$OUT/model.json" \
   --summary-out "$OUT/summary.json" \
+  --report "$OUT/report.html" \
   --progress-every 2
 echo "[demo] provenance (HDF5): $OUT/provenance.h5 -- summary:"
 "$BIN" inspect "$OUT/provenance.h5" --top 5 | sed -n '/anomalies (/,$p'
+echo "[demo] the report, one HTML file to open in a browser (offline): $OUT/report.html"
 echo "[demo] read it with h5py/pandas: $PYTHON docs/examples/read_provenance.py $OUT/provenance.h5"
 echo "[demo] live statistics (one JSON document per step): $OUT/live-stats.jsonl"
 echo "[demo] labels of every execution: $OUT/labels/labels-<ad rank>.csv; final model: $OUT/model.json"

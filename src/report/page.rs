@@ -88,10 +88,11 @@ fn script_safe(json: &str) -> String {
 /// exactly, for scripts and tests.
 pub fn stat(key: &str, label: &str, value: impl std::fmt::Display) -> String {
     let v = value.to_string();
+    let shown = v.parse::<f64>().map_or(v.clone(), human);
     format!(
         "<div class=\"stat\" data-stat=\"{key}\" data-value=\"{}\"><span class=\"value\">{}</span><span class=\"label\">{}</span></div>",
         escape(&v),
-        escape(&v),
+        escape(&shown),
         escape(label)
     )
 }

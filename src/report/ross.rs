@@ -12,6 +12,10 @@ use super::charts::{self, Series};
 use super::page::{cell, escape, header, human, stat, Page};
 use crate::output::ross::{RossAnomalyRow, RossProvenance};
 
+/// One run-wide signal: its value and usual level per interval, and the
+/// anomalous intervals to shade.
+type SignalSeries = (Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<(f64, f64)>);
+
 /// Anomalies drawn with their evidence (the highest scores).
 const CHARTED_ANOMALIES: usize = 40;
 
@@ -148,8 +152,7 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     // Run-wide slowdowns: each signal over the whole run, anomalous
     // intervals shaded.
     let mut run_wide = String::from("<h2>Over time</h2><p class=\"note\">The run as a whole, per signal: its value and its usual level; slowdowns shaded.</p>");
-    let mut signals: BTreeMap<String, (Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<(f64, f64)>)> =
-        BTreeMap::new();
+    let mut signals: BTreeMap<String, SignalSeries> = BTreeMap::new();
     for m in &t.run_model {
         let e = signals.entry(m.signal.as_str().to_owned()).or_default();
         let x = m.interval as f64;
