@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything chimbuko-mpi needs to build, run and test, idempotently.
 #   - Debian packages: OpenMPI, parallel HDF5 (openmpi flavour), libclang, cmake, pkg-config,
-#     patchelf (scripts/install.sh)
+#     patchelf (scripts/install.sh), Chromium and its WebDriver (the browser tests of
+#     `chimbuko-mpi report`)
 #   - a project-local Python venv (.venv) with the `adios2` wheel (it ships the
-#     ADIOS2 C library and headers we link against), h5py, numpy and pytest
+#     ADIOS2 C library and headers we link against), h5py, numpy, pytest and selenium
 #   - the project's Python package (python/, `import chimbuko_mpi`) in that venv
 # Works as root, or as a normal user with sudo. Safe to run again.
 set -euo pipefail
@@ -19,6 +20,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip
   shellcheck fonts-dejavu-core
   patchelf
+  chromium chromium-driver
 )
 
 as_root() {
@@ -74,8 +76,8 @@ install_venv() {
     echo "[setup] creating Python venv at $VENV"
     "$py" -m venv "$VENV"
   fi
-  if "$VENV/bin/python" -c "import adios2, h5py, numpy, pytest, pandas, jsonschema" 2>/dev/null; then
-    echo "[setup] Python venv: adios2 $("$VENV/bin/python" -c 'import adios2; print(adios2.__version__)'), h5py, numpy, pytest present"
+  if "$VENV/bin/python" -c "import adios2, h5py, numpy, pytest, pandas, jsonschema, selenium" 2>/dev/null; then
+    echo "[setup] Python venv: adios2 $("$VENV/bin/python" -c 'import adios2; print(adios2.__version__)'), h5py, numpy, pytest, selenium present"
     return
   fi
   echo "[setup] installing Python packages into $VENV"
