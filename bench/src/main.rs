@@ -17,6 +17,7 @@ mod plot;
 mod quality;
 mod reader;
 mod reduction;
+mod report;
 mod ross;
 mod throughput;
 
@@ -29,8 +30,8 @@ use clap::Parser;
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
     collectives::collectives, latency::latency, memory::memory, model::model_section,
-    quality::quality, reader::reader, reduction::reduction, ross::ross_section,
-    throughput::throughput,
+    quality::quality, reader::reader, reduction::reduction, report::report_section,
+    ross::ross_section, throughput::throughput,
 };
 
 #[derive(Parser)]
@@ -49,7 +50,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (reader, throughput, latency, collectives,
-    /// memory, reduction, quality, ross, model); default all.
+    /// memory, reduction, quality, ross, model, report); default all.
     #[arg(long)]
     only: Vec<String>,
 }
@@ -73,7 +74,7 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 9] = [
+    let sections: [(&str, Section); 10] = [
         ("reader", reader),
         ("throughput", throughput),
         ("latency", latency),
@@ -83,6 +84,7 @@ fn main() -> anyhow::Result<()> {
         ("quality", quality),
         ("ross", ross_section),
         ("model", model_section),
+        ("report", report_section),
     ];
     for (name, run) in sections {
         if want(name) {

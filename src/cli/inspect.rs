@@ -7,7 +7,7 @@ use clap::Args;
 
 use chimbuko_mpi::output::export_csv::export_csv;
 use chimbuko_mpi::output::inspect::{inspect_json, print_inspect, InspectOptions};
-use chimbuko_mpi::output::read::{export_json, Provenance};
+use chimbuko_mpi::output::read::{export_json, is_provenance_file, Provenance};
 use chimbuko_mpi::output::ross::{is_ross_file, RossProvenance};
 
 /// The flags of `inspect`.
@@ -48,6 +48,12 @@ pub struct ExportArgs {
 
 /// Runs `inspect`.
 pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
+    if !is_provenance_file(&a.file)? {
+        anyhow::bail!(
+            "{} is not a provenance file of chimbuko-mpi (an HDF5 file without the schema_version attribute that `run` and `ross` write)",
+            a.file.display()
+        );
+    }
     if is_ross_file(&a.file)? {
         if a.json {
             anyhow::bail!(
