@@ -476,15 +476,6 @@ fn a_full_output_file_system_stops_the_run_with_the_file_readable() {
     assert!((1..12).contains(&written), "{written}");
 }
 
-/// CPU seconds (user + system) of this process's finished, reaped children.
-fn children_cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
-
 #[test]
 fn a_stalled_stream_costs_the_waiting_ranks_no_cpu() {
     // Two AD ranks, one stream each; one writer hangs (SIGSTOP). Until the

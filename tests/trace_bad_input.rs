@@ -280,15 +280,6 @@ fn dump_of_a_truncated_stream_ends_within_its_step_timeout() {
     assert!(err.contains("truncated"), "{err}");
 }
 
-/// CPU seconds (user + system) of the finished children of this process.
-fn children_cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
-
 #[test]
 fn waiting_for_late_streams_says_so_and_costs_no_cpu() {
     // 4 streams announced, 2 there: rank 0 reports progress while it

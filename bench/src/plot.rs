@@ -11,14 +11,7 @@ pub fn init_font() -> anyhow::Result<()> {
     chimbuko_mpi::model::plot::register_system_font().map_err(|e| anyhow!(e))
 }
 
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
+use chimbuko_mpi::report::charts::PALETTE;
 
 /// Grouped bars: one group per `groups` entry, one bar per series.
 pub fn bars(

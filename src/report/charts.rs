@@ -18,12 +18,12 @@ pub const TALL: u32 = 300;
 /// Points drawn per scatter series at most (thinned evenly beyond).
 const MAX_POINTS: usize = 4000;
 
-/// Series colours, in order.
-const PALETTE: [RGBColor; 6] = [
+/// Series colours, in order (also the benchmark's plots).
+pub const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
     RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
 ];

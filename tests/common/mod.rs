@@ -129,3 +129,13 @@ pub fn kill_tree(pid: u32) {
         unsafe { libc::kill(p as i32, libc::SIGKILL) };
     }
 }
+
+/// CPU seconds (user + system) of this process's finished, reaped
+/// children (a job measured before its helpers are reaped).
+pub fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
