@@ -9,7 +9,7 @@
 //! reduction order MPI picks.
 
 use mpi::collective::SystemOperation;
-use mpi::datatype::PartitionMut;
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
@@ -17,6 +17,9 @@ use mpi::Count;
 
 use crate::detect::Wire;
 use crate::events::names::NameKey;
+
+mod names;
+pub use names::name_hash;
 
 /// This program's own communicator (the AD ranks, or the ranks of an
 /// application using these collectives).
@@ -33,9 +36,11 @@ pub struct Collectives {
     /// sets it, and the size of `MPI_COMM_WORLD`.
     appnum: Option<i32>,
     world_size: usize,
-    /// Bytes this rank has contributed to collectives so far (for the
-    /// traffic numbers of the run summary and the benchmarks).
+    /// Bytes this rank has contributed to collectives so far, and bytes
+    /// delivered to it (for the traffic numbers of the run summary and the
+    /// benchmarks; see [`Collectives::bytes_received`]).
     sent: std::cell::Cell<u64>,
+    received: std::cell::Cell<u64>,
     calls: std::cell::Cell<u64>,
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
@@ -61,6 +66,7 @@ impl Collectives {
             appnum,
             world_size,
             sent: std::cell::Cell::new(0),
+            received: std::cell::Cell::new(0),
             calls: std::cell::Cell::new(0),
             _universe: universe,
         })
@@ -76,8 +82,17 @@ impl Collectives {
         self.calls.get()
     }
 
-    fn count(&self, bytes: usize) {
-        self.sent.set(self.sent.get() + bytes as u64);
+    /// Bytes delivered to this rank by collectives so far: the payload it
+    /// receives, as the collective defines it (other ranks' contributions
+    /// to a gather or an all-to-all; the result of a reduction), not the
+    /// bytes MPI's algorithm moves internally.
+    pub fn bytes_received(&self) -> u64 {
+        self.received.get()
+    }
+
+    fn count(&self, sent: usize, received: usize) {
+        self.sent.set(self.sent.get() + sent as u64);
+        self.received.set(self.received.get() + received as u64);
         self.calls.set(self.calls.get() + 1);
     }
 
@@ -104,7 +119,7 @@ impl Collectives {
 
     /// Waits until every rank of the communicator has called it.
     pub fn barrier(&self) {
-        self.count(0);
+        self.count(0, 0);
         self.world.barrier();
     }
 
@@ -116,7 +131,7 @@ impl Collectives {
     /// barrier: without pause for the first 2 ms (ranks in step pay no
     /// more than for a barrier), then with pauses growing to 20 ms.
     pub fn idle_barrier(&self) {
-        self.count(0);
+        self.count(0, 0);
         let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(500);
         let mut req = self.world.immediate_barrier();
@@ -132,9 +147,68 @@ impl Collectives {
         }
     }
 
+    /// Personalised exchange: `to[r]` goes to rank `r`; returns what each
+    /// rank sent to this one, in rank order (collective; `to` has one entry
+    /// per rank).
+    pub fn all_to_all_bytes(&self, to: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let n = self.size();
+        let send_lens: Vec<Count> = (0..n)
+            .map(|r| to.get(r).map_or(0, |v| v.len() as Count))
+            .collect();
+        let mut recv_lens = vec![0 as Count; n];
+        self.world
+            .all_to_all_into(&send_lens[..], &mut recv_lens[..]);
+        let me = self.rank();
+        let len_bytes = std::mem::size_of::<Count>();
+        let sent: usize = send_lens
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| *r != me)
+            .map(|(_, &l)| l as usize)
+            .sum();
+        let got: usize = recv_lens
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| *r != me)
+            .map(|(_, &l)| l as usize)
+            .sum();
+        self.count(sent + (n - 1) * len_bytes, got + (n - 1) * len_bytes);
+        let displs = |lens: &[Count]| -> Vec<Count> {
+            lens.iter()
+                .scan(0, |acc, &l| {
+                    let d = *acc;
+                    *acc += l;
+                    Some(d)
+                })
+                .collect()
+        };
+        let (sd, rd) = (displs(&send_lens), displs(&recv_lens));
+        // One spare byte in each buffer keeps them distinct allocations even
+        // when empty (Open MPI rejects aliased send and receive buffers).
+        let mut send: Vec<u8> = Vec::with_capacity(send_lens.iter().sum::<Count>() as usize + 1);
+        for r in 0..n {
+            if let Some(v) = to.get(r) {
+                send.extend_from_slice(v);
+            }
+        }
+        let send_total = send.len();
+        send.push(0);
+        let recv_total = recv_lens.iter().sum::<Count>() as usize;
+        let mut recv = vec![0u8; recv_total + 1];
+        {
+            let part = Partition::new(&send[..send_total], &send_lens[..], &sd[..]);
+            let mut rpart = PartitionMut::new(&mut recv[..recv_total], &recv_lens[..], &rd[..]);
+            self.world.all_to_all_varcount_into(&part, &mut rpart);
+        }
+        recv_lens
+            .iter()
+            .zip(&rd)
+            .map(|(&l, &d)| recv[d as usize..(d + l) as usize].to_vec())
+            .collect()
+    }
+
     /// Every rank's bytes, in rank order.
     pub fn allgather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
-        self.count(mine.len() + std::mem::size_of::<Count>());
         let n = self.size();
         let my_len = mine.len() as Count;
         let mut lens = vec![0 as Count; n];
@@ -145,6 +219,11 @@ impl Collectives {
             displs.push(total);
             total += l;
         }
+        let len_bytes = std::mem::size_of::<Count>();
+        self.count(
+            mine.len() + len_bytes,
+            (total - my_len) as usize + (n - 1) * len_bytes,
+        );
         if total == 0 {
             // Nothing to exchange (everyone knows it). Calling MPI with two
             // empty buffers would pass identical dangling pointers, which
@@ -176,7 +255,8 @@ impl Collectives {
     /// Every rank's bytes, in rank order, on rank 0 only (empty elsewhere):
     /// for data only rank 0 needs (the live statistics stream).
     pub fn gather_bytes_to_root(&self, mine: &[u8]) -> Vec<Vec<u8>> {
-        self.count(mine.len() + std::mem::size_of::<Count>());
+        // What the root receives is counted below, once it is known.
+        self.count(mine.len() + std::mem::size_of::<Count>(), 0);
         let n = self.size();
         let root = self.world.process_at_rank(0);
         let my_len = mine.len() as Count;
@@ -198,6 +278,11 @@ impl Collectives {
             displs.push(total);
             total += l;
         }
+        self.received.set(
+            self.received.get()
+                + (total - my_len) as u64
+                + ((n - 1) * std::mem::size_of::<Count>()) as u64,
+        );
         // One spare byte keeps the receive buffer distinct from an empty
         // send buffer (Open MPI rejects aliased buffers).
         let mut buf = vec![0u8; total as usize + 1];
@@ -213,7 +298,7 @@ impl Collectives {
     }
 
     fn allreduce(&self, v: &[u64], op: SystemOperation) -> Vec<u64> {
-        self.count(std::mem::size_of_val(v));
+        self.count(std::mem::size_of_val(v), std::mem::size_of_val(v));
         let mut out = vec![0u64; v.len()];
         if !v.is_empty() {
             self.world.all_reduce_into(v, &mut out[..], op);
@@ -250,7 +335,7 @@ impl Collectives {
         if counts.is_empty() {
             return (Vec::new(), Vec::new());
         }
-        self.count(std::mem::size_of_val(counts));
+        self.count(std::mem::size_of_val(counts), std::mem::size_of_val(counts));
         let mut offsets = vec![0u64; counts.len()];
         self.world
             .exclusive_scan_into(counts, &mut offsets[..], SystemOperation::sum());
@@ -277,16 +362,6 @@ impl Collectives {
             max: self.allreduce_max(&w.max),
             or: self.allreduce(&w.or, SystemOperation::bitwise_or()),
         }
-    }
-
-    /// Union of every rank's new names, sorted and without duplicates: the
-    /// same list on every rank, whatever the number of ranks.
-    pub fn agree_names(&self, new_local: &[NameKey]) -> Vec<NameKey> {
-        let gathered = self.allgather_bytes(&encode_names(new_local));
-        let mut all: Vec<NameKey> = gathered.iter().flat_map(|b| decode_names(b)).collect();
-        all.sort();
-        all.dedup();
-        all
     }
 
     /// Aborts every rank (last resort when ranks can no longer agree).

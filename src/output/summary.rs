@@ -57,11 +57,15 @@ pub struct RunSummary {
     /// Bytes per step one AD rank contributes to each collective phase
     /// (largest rank).
     pub collective_bytes_per_step: CollectiveBytes,
+    /// Collective payload received per step by the rank that receives the
+    /// most, per stage (what must stay flat as AD ranks are added).
+    pub collective_bytes_received_per_step: CollectiveBytes,
     /// Collective calls per step (agreement, reduction, status, outputs).
     pub collective_calls_per_step: f64,
 }
 
-/// Collective payload per step of one rank.
+/// Collective payload per step of the rank with the most (sent, or
+/// received), per stage.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct CollectiveBytes {
     /// Name agreement.

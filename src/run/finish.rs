@@ -82,6 +82,11 @@ impl Pipeline<'_> {
             st.timings.bytes(Stage::Reduce),
             st.timings.bytes(Stage::Status),
         ]);
+        let traffic_in = coll.allreduce_max(&[
+            st.timings.received(Stage::Agree),
+            st.timings.received(Stage::Reduce),
+            st.timings.received(Stage::Status),
+        ]);
         let mut summary = RunSummary {
             ad_ranks: coll.size(),
             streams: st.all_streams,
@@ -103,6 +108,10 @@ impl Pipeline<'_> {
             truth: None,
             provenance: st.provenance.as_ref().map(|p| p.display().to_string()),
             collective_bytes_per_step: CollectiveBytes::per_step(&traffic, st.steps_done),
+            collective_bytes_received_per_step: CollectiveBytes::per_step(
+                &traffic_in,
+                st.steps_done,
+            ),
             collective_calls_per_step: calls_in_steps as f64 / st.steps_done.max(1) as f64,
         };
         let failed = super::StreamsFailed {

@@ -267,9 +267,11 @@ impl<'a> Pipeline<'a> {
     pub fn timed<R>(&mut self, stage: Stage, f: impl FnOnce(&mut Self) -> R) -> R {
         let t = Instant::now();
         let sent = self.state.coll.bytes_sent();
+        let received = self.state.coll.bytes_received();
         let r = f(self);
         let bytes = self.state.coll.bytes_sent() - sent;
-        self.state.timings.add(stage, t.elapsed(), bytes);
+        let received = self.state.coll.bytes_received() - received;
+        self.state.timings.add(stage, t.elapsed(), bytes, received);
         r
     }
 }

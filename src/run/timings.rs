@@ -69,16 +69,20 @@ pub struct Timings {
     step_ns: [u64; 9],
     /// Bytes this rank contributed to collectives, per stage.
     bytes: [u64; 9],
+    /// Bytes collectives delivered to this rank, per stage.
+    received: [u64; 9],
 }
 
 impl Timings {
-    /// Adds `d` and `bytes` sent in collectives to `stage`.
-    pub fn add(&mut self, stage: Stage, d: Duration, bytes: u64) {
+    /// Adds `d`, and the bytes sent and received in collectives, to
+    /// `stage`.
+    pub fn add(&mut self, stage: Stage, d: Duration, bytes: u64, received: u64) {
         let i = stage as usize;
         let ns = d.as_nanos() as u64;
         self.ns[i] += ns;
         self.step_ns[i] += ns;
         self.bytes[i] += bytes;
+        self.received[i] += received;
     }
 
     /// The `ad_perf` row of the step since the last call (then resets it);
@@ -106,6 +110,11 @@ impl Timings {
     /// Bytes sent in collectives in `stage` so far.
     pub fn bytes(&self, stage: Stage) -> u64 {
         self.bytes[stage as usize]
+    }
+
+    /// Bytes received from collectives in `stage` so far.
+    pub fn received(&self, stage: Stage) -> u64 {
+        self.received[stage as usize]
     }
 
     /// Slowest rank's seconds per stage (what bounds a lockstep run;

@@ -1,0 +1,156 @@
+//! Name agreement whose traffic per rank grows with the number of *unique*
+//! new names, not with the number of ranks offering them.
+//!
+//! An allgather of every rank's new names hands each rank P copies of the
+//! names all ranks see — in the first step of an SPMD application that is
+//! the whole name table times the number of AD ranks (gigabytes per rank at
+//! 10⁴ ranks). Instead, in three exchanges:
+//!
+//! 1. every rank sends an 8-byte hash of each of its new names to the
+//!    name's *owner* rank (`hash mod P`; all-to-all);
+//! 2. each owner keeps every hash once and names one of the ranks that
+//!    offered it as its *provider* (spread by the hash, so that no rank
+//!    provides everything); it tells each provider which hashes it provides
+//!    (all-to-all);
+//! 3. each provider publishes the full names it provides (allgather): every
+//!    rank receives the union once.
+//!
+//! A rank receives at most 8 bytes per offered copy of the names it owns
+//! (its share, 1/P of the copies), 8 bytes per name it provides, and the
+//! union itself: about the union's size plus 16 bytes per unique name,
+//! whatever P. The union is sorted, as before, so the global indices are
+//! the same as with the allgather, for any P and any mapping of streams to
+//! ranks. Two different names with the same 64-bit hash would lose one of
+//! them: every rank checks that its own names are in the union, and if any
+//! is missing anywhere (an OR over ranks) the step falls back to the plain
+//! allgather.
+
+use super::{decode_names, encode_names, Collectives};
+use crate::events::names::NameKey;
+use crate::util::hash::{fnv1a, mix64};
+
+/// The agreement's hash of a name: program and bytes, mixed.
+pub fn name_hash(key: &NameKey) -> u64 {
+    mix64(fnv1a(key.0.to_le_bytes().into_iter().chain(key.1.bytes())))
+}
+
+/// Words of `v` as little-endian bytes.
+fn to_bytes(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Little-endian bytes as words (a trailing partial word is dropped).
+fn to_words(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect()
+}
+
+impl Collectives {
+    /// Union of every rank's new names, sorted and without duplicates: the
+    /// same list on every rank, whatever the number of ranks (collective).
+    /// Received bytes per rank stay near the union's size as P grows (see
+    /// the module doc).
+    pub fn agree_names(&self, new_local: &[NameKey]) -> Vec<NameKey> {
+        let p = self.size();
+        if p == 1 {
+            let mut all = new_local.to_vec();
+            all.sort();
+            all.dedup();
+            return all;
+        }
+        // Most steps bring no new name anywhere: one word says so.
+        if self.allreduce_max(&[new_local.len() as u64])[0] == 0 {
+            return Vec::new();
+        }
+        let mut mine: Vec<(u64, &NameKey)> = new_local.iter().map(|k| (name_hash(k), k)).collect();
+        mine.sort();
+        mine.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+
+        // 1. Hashes to their owners.
+        let mut to_owner = vec![Vec::new(); p];
+        for (h, _) in &mine {
+            to_owner[(*h % p as u64) as usize].push(*h);
+        }
+        let offered =
+            self.all_to_all_bytes(&to_owner.iter().map(|v| to_bytes(v)).collect::<Vec<_>>());
+
+        // 2. For each owned hash, one provider among the ranks that offered
+        // it: the first at or after `hash mod P` (cyclically), so that the
+        // providers spread over the ranks.
+        let mut offers: Vec<(u64, usize)> = offered
+            .iter()
+            .enumerate()
+            .flat_map(|(r, b)| to_words(b).into_iter().map(move |h| (h, r)))
+            .collect();
+        offers.sort_unstable();
+        let mut to_provider = vec![Vec::new(); p];
+        let mut i = 0;
+        while i < offers.len() {
+            let h = offers[i].0;
+            let j = offers[i..].iter().take_while(|o| o.0 == h).count() + i;
+            let start = (mix64(h) % p as u64) as usize;
+            let provider = offers[i..j]
+                .iter()
+                .map(|o| o.1)
+                .min_by_key(|&r| (r + p - start) % p)
+                .unwrap_or(offers[i].1);
+            to_provider[provider].push(h);
+            i = j;
+        }
+        let assigned =
+            self.all_to_all_bytes(&to_provider.iter().map(|v| to_bytes(v)).collect::<Vec<_>>());
+
+        // 3. Providers publish their names; everyone gets the union once.
+        let mut provide: Vec<u64> = assigned.iter().flat_map(|b| to_words(b)).collect();
+        provide.sort_unstable();
+        let published: Vec<NameKey> = mine
+            .iter()
+            .filter(|(h, _)| provide.binary_search(h).is_ok())
+            .map(|(_, k)| (*k).clone())
+            .collect();
+        let gathered = self.allgather_bytes(&encode_names(&published));
+        let mut all: Vec<NameKey> = gathered.iter().flat_map(|b| decode_names(b)).collect();
+        all.sort();
+        all.dedup();
+
+        // A hash collision would have dropped a name: check, and agree on
+        // the plain allgather if it happened anywhere.
+        let missing = new_local.iter().any(|k| all.binary_search(k).is_err());
+        if self.allreduce_or(&[missing as u64])[0] != 0 {
+            return self.agree_names_by_allgather(new_local);
+        }
+        all
+    }
+
+    /// The plain agreement: every rank's new names to every rank. Traffic
+    /// per rank grows with the number of ranks offering the same names;
+    /// the fallback of [`Collectives::agree_names`].
+    pub fn agree_names_by_allgather(&self, new_local: &[NameKey]) -> Vec<NameKey> {
+        let gathered = self.allgather_bytes(&encode_names(new_local));
+        let mut all: Vec<NameKey> = gathered.iter().flat_map(|b| decode_names(b)).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_depend_on_program_and_name() {
+        let a = name_hash(&(0, "main".into()));
+        assert_eq!(a, name_hash(&(0, "main".into())));
+        assert_ne!(a, name_hash(&(1, "main".into())));
+        assert_ne!(a, name_hash(&(0, "mainx".into())));
+    }
+
+    #[test]
+    fn words_roundtrip() {
+        let v = vec![0, 1, u64::MAX, 0x0102_0304_0506_0708];
+        assert_eq!(to_words(&to_bytes(&v)), v);
+        assert!(to_words(&[1, 2, 3]).is_empty());
+    }
+}
