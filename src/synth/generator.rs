@@ -42,10 +42,47 @@ pub struct TruthRow {
     pub exclusive_us: u64,
 }
 
+/// One child call of a function: a fixed function, or one member of a
+/// family drawn at each call.
+#[derive(Clone)]
+enum Child {
+    /// This function.
+    Fixed(usize),
+    /// A member of the family whose members start at function `first`.
+    Pick(usize),
+}
+
+/// A family's draw: where its members start, the cumulative Zipf weights
+/// (normalised to 1) and whether ranks rotate the members.
+struct FamilyDraw {
+    first: usize,
+    cdf: Vec<f64>,
+    by_rank: bool,
+}
+
+impl FamilyDraw {
+    /// The function called: member `k` of the Zipf draw, rotated by rank.
+    fn draw(&self, rng: &mut Rng, rank: u64) -> usize {
+        let u = rng.uniform();
+        let k = self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1);
+        let n = self.cdf.len();
+        let k = if self.by_rank {
+            // A stride coprime with nothing in particular: ranks' favourite
+            // members spread over the family.
+            (k + (rank as usize).wrapping_mul(7919)) % n
+        } else {
+            k
+        };
+        self.first + k
+    }
+}
+
 /// The scenario resolved to indices.
 struct Compiled {
     names: Vec<String>,
-    children: Vec<Vec<usize>>,
+    children: Vec<Vec<Child>>,
+    /// Families by the index `Child::Pick` holds.
+    families: Vec<FamilyDraw>,
     root: usize,
     wrappers: Vec<usize>,
     counter_names: Vec<String>,
@@ -56,6 +93,14 @@ struct Compiled {
 }
 
 impl Compiled {
+    /// The function a child call calls.
+    fn resolve(&self, child: &Child, rng: &mut Rng, rank: u64) -> usize {
+        match child {
+            Child::Fixed(f) => *f,
+            Child::Pick(fam) => self.families[*fam].draw(rng, rank),
+        }
+    }
+
     fn new(sc: &Scenario) -> Compiled {
         let idx: HashMap<&str, usize> = sc
             .functions
@@ -79,6 +124,33 @@ impl Compiled {
             }
             counters.push(mine);
         }
+        let families: Vec<FamilyDraw> = sc
+            .families
+            .iter()
+            .map(|fam| {
+                let first = sc.family(&fam.name).map_or(0, |f| f.1);
+                let weights: Vec<f64> = (0..fam.count)
+                    .map(|k| 1.0 / ((k + 1) as f64).powf(fam.zipf))
+                    .collect();
+                let total: f64 = weights.iter().sum();
+                let cdf = weights
+                    .iter()
+                    .scan(0.0, |acc, w| {
+                        *acc += w / total;
+                        Some(*acc)
+                    })
+                    .collect();
+                FamilyDraw {
+                    first,
+                    cdf,
+                    by_rank: fam.by_rank,
+                }
+            })
+            .collect();
+        let child = |name: &str| match idx.get(name) {
+            Some(&i) => Child::Fixed(i),
+            None => Child::Pick(sc.families.iter().position(|f| f.name == name).unwrap_or(0)),
+        };
         Compiled {
             names: sc.functions.iter().map(|f| f.name.clone()).collect(),
             children: sc
@@ -87,12 +159,11 @@ impl Compiled {
                 .map(|f| {
                     f.children
                         .iter()
-                        .flat_map(|c| {
-                            std::iter::repeat_n(idx[c.function.as_str()], c.calls as usize)
-                        })
+                        .flat_map(|c| std::iter::repeat_n(child(&c.function), c.calls as usize))
                         .collect()
                 })
                 .collect(),
+            families,
             root: idx[sc.root.as_str()],
             wrappers: sc.wrappers.iter().map(|w| idx[w.as_str()]).collect(),
             counter_names,
@@ -443,6 +514,7 @@ impl<'a> RankGenerator<'a> {
 
     /// After an ENTRY: the next event is the first child's ENTRY or the EXIT.
     fn schedule_after_entry(&mut self, ti: usize) {
+        let rank = self.rank;
         let c = &self.c;
         let t = &mut self.threads[ti];
         let depth = t.stack.len();
@@ -457,7 +529,9 @@ impl<'a> RankGenerator<'a> {
                 c.root
             })
         } else {
-            c.children[top.func].get(top.next_child).copied()
+            c.children[top.func]
+                .get(top.next_child)
+                .map(|ch| c.resolve(ch, &mut t.rng, rank))
         };
         let ts = top.entry + top.chunk;
         t.next = Some(match next_func {
@@ -522,6 +596,7 @@ impl<'a> RankGenerator<'a> {
     /// After an EXIT at `ts`: the parent's next child, the parent's EXIT, or
     /// (under the wrappers) the next root call.
     fn schedule_after_exit(&mut self, ti: usize, ts: u64) {
+        let rank = self.rank;
         let c = &self.c;
         let gap = self.sc.gap_us.max(1);
         let t = &mut self.threads[ti];
@@ -546,7 +621,9 @@ impl<'a> RankGenerator<'a> {
             });
             return;
         }
-        let next_child = c.children[top.func].get(top.next_child).copied();
+        let next_child = c.children[top.func]
+            .get(top.next_child)
+            .map(|ch| c.resolve(ch, &mut t.rng, rank));
         // Each gap between children is `chunk`; the EXIT follows the last
         // child after `last_chunk`.
         t.next = Some(match next_child {

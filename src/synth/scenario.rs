@@ -87,7 +87,8 @@ pub struct Mode {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChildSpec {
-    /// Name of the called function (one of the scenario's `[[function]]`s).
+    /// Name of the called function (one of the scenario's `[[function]]`s),
+    /// or of a `[[family]]`: each call then picks one of its members.
     pub function: String,
     /// Consecutive calls per execution of the parent (default 1).
     #[serde(default = "one")]
@@ -350,6 +351,40 @@ pub struct Scenario {
     /// Ranks that are normally slower (heterogeneous nodes): not anomalies.
     #[serde(rename = "slowdown", default)]
     pub slowdowns: Vec<SlowdownSpec>,
+    /// Families of many functions that differ by name only (`[[family]]`
+    /// tables), as template instantiations do in C++ codes.
+    #[serde(rename = "family", default)]
+    pub families: Vec<FamilySpec>,
+}
+
+/// `count` functions named `<name><k>` (k = 0 … count − 1) with the same
+/// self-time distribution; a child call naming the family calls one member,
+/// drawn by a Zipf law (member `k` with weight `1 / (k + 1)^zipf`): a few
+/// members are called often, most of them rarely, and the rare ones are
+/// first seen in late steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilySpec {
+    /// Family name; members are `<name><k>` (e.g. `kernel<42>`).
+    pub name: String,
+    /// Number of members (≥ 1).
+    pub count: usize,
+    /// Self time of every member's executions, µs.
+    pub runtime: Dist,
+    /// Zipf exponent of the member draw (≥ 0; 0 = uniform; default 1).
+    #[serde(default = "unit")]
+    pub zipf: f64,
+    /// Rotate the members by application rank, so that ranks call
+    /// different members most (default false: every rank the same).
+    #[serde(default)]
+    pub by_rank: bool,
+}
+
+impl FamilySpec {
+    /// The name of member `k`.
+    pub fn member(&self, k: usize) -> String {
+        format!("{}<{k}>", self.name)
+    }
 }
 
 /// Ranks whose self times are `factor` times longer, for all functions or
@@ -393,11 +428,39 @@ impl Scenario {
         self.events_per_step.saturating_mul(factor)
     }
 
-    /// Parses a scenario file's text and [validates](Scenario::validate) it.
+    /// Parses a scenario file's text and [validates](Scenario::validate) it;
+    /// the members of its families become functions of their own, after
+    /// the `[[function]]`s.
     pub fn from_toml(text: &str) -> anyhow::Result<Scenario> {
-        let s: Scenario = toml::from_str(text)?;
+        let mut s: Scenario = toml::from_str(text)?;
         s.validate()?;
+        for fam in &s.families {
+            s.functions.extend((0..fam.count).map(|k| FunctionSpec {
+                name: fam.member(k),
+                runtime: Some(fam.runtime.clone()),
+                runtime_law: None,
+                message_bytes: None,
+                drift_per_step: 0.0,
+                children: Vec::new(),
+                comm: Vec::new(),
+                counters: Vec::new(),
+            }));
+        }
         Ok(s)
+    }
+
+    /// The family named `name`, with the index of its first member among
+    /// the functions (once [`Scenario::from_toml`] has added them).
+    pub fn family(&self, name: &str) -> Option<(&FamilySpec, usize)> {
+        let declared = self.functions.len() - self.families.iter().map(|f| f.count).sum::<usize>();
+        let mut first = declared;
+        for f in &self.families {
+            if f.name == name {
+                return Some((f, first));
+            }
+            first += f.count;
+        }
+        None
     }
 
     /// Checks references and ranges so generation cannot fail half-way.
@@ -438,6 +501,25 @@ impl Scenario {
                 }
             }
         }
+        for fam in &self.families {
+            ensure!(
+                fam.count >= 1,
+                "family {:?}: count must be at least 1",
+                fam.name
+            );
+            ensure!(
+                fam.zipf >= 0.0 && fam.zipf.is_finite(),
+                "family {:?}: zipf must be a number ≥ 0",
+                fam.name
+            );
+            ensure!(
+                !names.contains_key(fam.name.as_str()),
+                "family {:?} has the name of a function",
+                fam.name
+            );
+            check_dist(&fam.runtime, &format!("family {} runtime", fam.name))?;
+        }
+        let is_family = |n: &str| self.families.iter().any(|f| f.name == n);
         let known = |n: &str, what: &str| -> anyhow::Result<()> {
             ensure!(
                 names.contains_key(n),
@@ -455,7 +537,9 @@ impl Scenario {
         }
         for f in &self.functions {
             for c in &f.children {
-                known(&c.function, &format!("function {:?} children", f.name))?;
+                if !is_family(&c.function) {
+                    known(&c.function, &format!("function {:?} children", f.name))?;
+                }
             }
         }
         self.check_acyclic(&names)?;
@@ -488,8 +572,11 @@ impl Scenario {
                 _ => {}
             }
             colour[i] = 1;
+            // Family members call nothing: a family ends the path.
             for c in &s.functions[i].children {
-                visit(names[c.function.as_str()], s, names, colour)?;
+                if let Some(&j) = names.get(c.function.as_str()) {
+                    visit(j, s, names, colour)?;
+                }
             }
             colour[i] = 2;
             Ok(())

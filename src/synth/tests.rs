@@ -346,3 +346,63 @@ fn modelled_anomalies_are_exactly_the_truth_and_hide_among_large_calls() {
     // The ground truth holds these anomalies and nothing else.
     assert_eq!(found, in_truth);
 }
+
+/// A family's members as the streams name them: `timer` attributes per
+/// step, by rank.
+fn family_names_per_step(sc: &Scenario, rank: u64) -> Vec<Vec<String>> {
+    let (steps, _) = generate_rank(sc, rank);
+    steps
+        .iter()
+        .map(|s| {
+            s.new_attributes
+                .iter()
+                .filter(|(k, v)| k.starts_with("timer ") && v.starts_with("kernel<"))
+                .map(|(_, v)| v.clone())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn families_call_many_functions_most_of_them_rarely() {
+    let text = r#"
+        seed = 3
+        ranks = 2
+        steps = 6
+        events_per_step = 3000
+        root = "step"
+        [[function]]
+        name = "main"
+        runtime = { dist = "constant", value = 5 }
+        [[function]]
+        name = "step"
+        runtime = { dist = "constant", value = 10 }
+        children = [{ function = "kernel", calls = 10 }]
+        [[family]]
+        name = "kernel"
+        count = 5000
+        runtime = { dist = "normal", mean = 12, std = 1 }
+        by_rank = true
+    "#;
+    let sc = Scenario::from_toml(text).unwrap();
+    assert_eq!(sc.functions.len(), 2 + 5000);
+    assert_eq!(sc.functions[2].name, "kernel<0>");
+    let r0 = family_names_per_step(&sc, 0);
+    let r1 = family_names_per_step(&sc, 1);
+    // New names in every step, late ones included (rare members).
+    assert!(
+        r0.iter().all(|s| !s.is_empty()),
+        "{:?}",
+        r0.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let seen: std::collections::HashSet<&String> = r0.iter().flatten().collect();
+    // Many distinct members, far fewer than were called (a Zipf law).
+    assert!(seen.len() > 300 && seen.len() < 5000, "{}", seen.len());
+    // Ranks favour different members: their first step's names differ.
+    let first0: std::collections::HashSet<&String> = r0[0].iter().collect();
+    let first1: std::collections::HashSet<&String> = r1[0].iter().collect();
+    assert!(first0.intersection(&first1).count() < first0.len() / 2);
+    // A family needs members and a valid exponent.
+    let bad = text.replace("count = 5000", "count = 0");
+    assert!(Scenario::from_toml(&bad).is_err());
+}
