@@ -1,0 +1,191 @@
+//! Name agreement at scale: the bytes a rank receives to agree on names
+//! must not grow with the number of AD ranks that offer the same names
+//! (an allgather hands every rank P copies), and the global numbering,
+//! labels and models must not depend on the number of ranks. Measured by
+//! the collectives' own byte counters (`collective_bytes_received_per_step`
+//! of the run summary), under mpirun with up to 16 AD ranks.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// 16 streams whose every rank calls the same 3,000 functions.
+const SPMD: &str = r#"
+seed = 7
+binary = "spmd"
+ranks = 16
+steps = 2
+events_per_step = 14000
+root = "step"
+shuffle_indices = true
+
+[[function]]
+name = "main"
+runtime = { dist = "constant", value = 5 }
+
+[[function]]
+name = "step"
+runtime = { dist = "normal", mean = 40, std = 4 }
+children = [{ function = "kernel_with_a_long_templated_name_typical_of_cxx", calls = 50 }]
+
+[[family]]
+name = "kernel_with_a_long_templated_name_typical_of_cxx"
+count = 3000
+runtime = { dist = "normal", mean = 12, std = 1 }
+zipf = 0.0
+"#;
+
+/// The run summary of `np` AD ranks on `data`, with the label files.
+fn summary(np: usize, data: &Path, labels: &Path) -> serde_json::Value {
+    let sum = data.join(format!("summary-{np}.json"));
+    run_ok(
+        mpirun(np)
+            .arg(exe())
+            .args(["run", "--quiet", "--no-provenance", "--input"])
+            .arg(data.join("tau-metrics-spmd-{rank}.bp"))
+            .arg("--summary-out")
+            .arg(&sum)
+            .arg("--labels-out")
+            .arg(labels),
+    );
+    serde_json::from_str(&std::fs::read_to_string(&sum).unwrap()).unwrap()
+}
+
+#[test]
+fn received_name_bytes_stay_flat_from_2_to_16_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("spmd.toml");
+    std::fs::write(&scenario, SPMD).unwrap();
+    let data = dir.path().join("data");
+    run_ok(
+        Command::new(exe())
+            .arg("synth")
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&data),
+    );
+    let mut received = Vec::new();
+    let mut labels = Vec::new();
+    let mut digests = Vec::new();
+    for np in [2usize, 4, 16] {
+        let dir_labels = dir.path().join(format!("labels-{np}"));
+        let s = summary(np, &data, &dir_labels);
+        received.push(
+            s["collective_bytes_received_per_step"]["agree"]
+                .as_f64()
+                .unwrap(),
+        );
+        digests.push(s["model_digest"].as_str().unwrap().to_owned());
+        labels.push(sorted_labels(&dir_labels));
+    }
+    // Every rank offers all 3,000 names in the first step. The union, as
+    // it travels (8 bytes of program and length per name), averaged over
+    // the 2 steps:
+    let family = "kernel_with_a_long_templated_name_typical_of_cxx";
+    let union: usize = (0..3000).map(|k| 8 + format!("{family}<{k}>").len()).sum();
+    let unique_per_step = union as f64 / 2.0;
+    // A rank receives the union (less what it publishes itself) and 8-byte
+    // hashes: bounded by a constant of the names, whatever the number of
+    // ranks. An allgather would deliver P - 1 copies (15 at 16 ranks).
+    for (np, r) in [2, 4, 16].iter().zip(&received) {
+        assert!(
+            *r < 1.25 * unique_per_step,
+            "{np} ranks: {r} bytes received per step for {unique_per_step} bytes of unique names"
+        );
+    }
+    // The same global model and labels at every rank count.
+    assert!(digests.windows(2).all(|w| w[0] == w[1]), "{digests:?}");
+    assert!(labels.windows(2).all(|w| w[0] == w[1]));
+}
+
+/// 8 streams; each rank favours different members of a 2,000-function
+/// family (`by_rank`), and rare members first appear in late steps.
+const SUBSETS: &str = r#"
+seed = 11
+binary = "subsets"
+ranks = 8
+steps = 6
+events_per_step = 1500
+root = "step"
+
+[[function]]
+name = "main"
+runtime = { dist = "constant", value = 5 }
+
+[[function]]
+name = "step"
+runtime = { dist = "normal", mean = 40, std = 4 }
+children = [{ function = "tmpl", calls = 12 }, { function = "exchange" }]
+
+[[function]]
+name = "exchange"
+runtime = { dist = "lognormal", median = 30, sigma = 0.3 }
+
+[[family]]
+name = "tmpl"
+count = 2000
+runtime = { dist = "normal", mean = 12, std = 2 }
+zipf = 1.0
+by_rank = true
+
+[[anomaly]]
+function = "exchange"
+rate = 0.01
+factor = 6
+"#;
+
+#[test]
+fn every_detector_gives_the_same_labels_at_1_2_4_and_8_ranks_with_late_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("subsets.toml");
+    std::fs::write(&scenario, SUBSETS).unwrap();
+    let data = dir.path().join("data");
+    run_ok(
+        Command::new(exe())
+            .arg("synth")
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&data),
+    );
+    for algorithm in ["modal", "sstd", "hbos", "copod"] {
+        let mut reference: Option<(Vec<String>, String)> = None;
+        for np in [1usize, 2, 4, 8] {
+            let labels = dir.path().join(format!("{algorithm}-{np}"));
+            let sum = dir.path().join(format!("{algorithm}-{np}.json"));
+            run_ok(
+                mpirun(np)
+                    .arg(exe())
+                    .args([
+                        "run",
+                        "--quiet",
+                        "--no-provenance",
+                        "--algorithm",
+                        algorithm,
+                    ])
+                    .arg("--input")
+                    .arg(data.join("tau-metrics-subsets-{rank}.bp"))
+                    .arg("--labels-out")
+                    .arg(&labels)
+                    .arg("--summary-out")
+                    .arg(&sum),
+            );
+            let s: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&sum).unwrap()).unwrap();
+            let got = (
+                sorted_labels(&labels),
+                s["model_digest"].as_str().unwrap().to_owned(),
+            );
+            assert!(got.0.len() > 10_000, "{algorithm}: {} labels", got.0.len());
+            match &reference {
+                None => reference = Some(got),
+                Some(r) => {
+                    assert_eq!(r.1, got.1, "{algorithm}: model at {np} ranks");
+                    assert!(r.0 == got.0, "{algorithm}: labels at {np} ranks differ");
+                }
+            }
+        }
+    }
+}
