@@ -127,6 +127,7 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                 let total_bytes =
                     num(&bytes["agree"]) + num(&bytes["reduce"]) + num(&bytes["status"]);
                 let calls = num(&s["collective_calls_per_step"]);
+                let got = &s["collective_bytes_received_per_step"];
                 rows.push(vec![
                     n.to_string(),
                     np.to_string(),
@@ -136,7 +137,9 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                     f(timing(s, "status") / steps * 1e3, 3),
                     f(t * 1e3, 3),
                     f(num(&bytes["agree"]), 0),
+                    f(num(&got["agree"]), 0),
                     f(num(&bytes["reduce"]), 0),
+                    f(num(&got["reduce"]), 0),
                     f(total_bytes / n as f64, 1),
                 ]);
                 if alg == "modal" {
@@ -167,8 +170,11 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
          status exchange; slowest rank) versus the number of functions, on 1, 2 and 4 AD ranks \
          of this 2-core machine (4 ranks are oversubscribed, so their times include waiting \
          for a core); the run with the median time of three. Bytes are what one rank \
-         contributes per step (largest rank), averaged over the {COLLECTIVE_STEPS} steps (the \
-         names travel once, in the first step). No 16-core machine was \
+         contributes (sent) and what is delivered to it (received: other ranks' \
+         contributions to a gather or an all-to-all, the result of a reduction) per step \
+         (largest rank), averaged over the {COLLECTIVE_STEPS} steps (the names travel in \
+         the first step: hashes to owner ranks, then the union once, so the received bytes \
+         of the agreement stay near the unique names' size whatever the rank count). No 16-core machine was \
          available for these measurements, so there are no 4/8/16-rank numbers from real cores."
         ),
     );
@@ -181,8 +187,10 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
             "reduce ms",
             "status ms",
             "total ms/step",
-            "agree B/step",
-            "reduce B/step",
+            "agree B sent/step",
+            "agree B received/step",
+            "reduce B sent/step",
+            "reduce B received/step",
             "B/function/step",
         ],
         &rows,

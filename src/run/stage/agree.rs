@@ -1,6 +1,8 @@
 //! Stage 2, agree: the names first seen in this step, on any rank, are
-//! agreed by all ranks (an allgather of the new names), so that every rank
-//! numbers functions and counters the same way whatever streams it reads.
+//! agreed by all ranks (`Collectives::agree_names`: each rank receives the
+//! union of the new names once, whatever the number of ranks), so that
+//! every rank numbers functions and counters the same way whatever streams
+//! it reads.
 
 use super::{Pipeline, StepWork};
 
