@@ -126,15 +126,19 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         self.fine.observe(function, value);
     }
 
+    fn set_active(&mut self, active: Option<&[u32]>) {
+        self.fine.set_active(active);
+    }
+
     fn take_partial(&mut self) -> Wire {
         self.fine.take_partial()
     }
 
     fn merge_reduced(&mut self, reduced: &Wire) {
         if let Some(deltas) = self.fine.merge_reduced(reduced) {
-            for (f, d) in deltas.iter().enumerate() {
+            for (f, d) in &deltas {
                 if d.count() > 0 {
-                    self.rederive(f, d);
+                    self.rederive(*f, d);
                 }
             }
         }

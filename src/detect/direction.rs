@@ -96,6 +96,9 @@ impl Detector for Directed {
     fn observe(&mut self, function: u32, value: u64) {
         self.inner.observe(function, value);
     }
+    fn set_active(&mut self, active: Option<&[u32]>) {
+        self.inner.set_active(active);
+    }
     fn take_partial(&mut self) -> Wire {
         self.inner.take_partial()
     }

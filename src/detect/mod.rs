@@ -107,6 +107,16 @@ pub fn reduce_step(
     }
 }
 
+/// The functions a step's wire covers, in wire order: the active set of
+/// [`Detector::set_active`] (indices at or beyond `n` dropped), or all
+/// `0..n`.
+pub fn wire_functions(active: &Option<Vec<u32>>, n: usize) -> Vec<usize> {
+    match active {
+        Some(a) => a.iter().map(|&f| f as usize).filter(|&f| f < n).collect(),
+        None => (0..n).collect(),
+    }
+}
+
 /// Outcome for one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -217,7 +227,18 @@ pub trait Detector: Send {
     fn ensure_functions(&mut self, n: usize);
     /// Adds one runtime (µs) of `function` to this step's partial model.
     fn observe(&mut self, function: u32, value: u64);
-    /// The partial model of this step for functions `0..n`, then cleared.
+    /// Limits the reduction rounds of the coming step to the functions in
+    /// `active` (sorted global indices, the same on every rank: those with
+    /// an execution on some rank this step): [`Detector::take_partial`]
+    /// then encodes, and [`Detector::merge_reduced`] and
+    /// [`Detector::next_round`] decode, only their blocks, in that order.
+    /// A function outside the set had no data this step, so its model is
+    /// what the dense reduction would leave; the wire and the work follow
+    /// the active functions, not every function ever seen. `None`: every
+    /// function (the default).
+    fn set_active(&mut self, active: Option<&[u32]>);
+    /// The partial model of this step for functions `0..n` (or the active
+    /// ones, see [`Detector::set_active`]), then cleared.
     fn take_partial(&mut self) -> Wire;
     /// Merges the step partial reduced over all ranks into the global model.
     fn merge_reduced(&mut self, reduced: &Wire);

@@ -333,6 +333,11 @@ impl Detector for ModelDetector {
         }
     }
 
+    fn set_active(&mut self, active: Option<&[u32]>) {
+        self.residual.set_active(active);
+        self.fallback.set_active(active);
+    }
+
     fn take_partial(&mut self) -> Wire {
         let mut w = self.residual.take_partial();
         let fb = self.fallback.take_partial();

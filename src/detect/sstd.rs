@@ -38,6 +38,8 @@ pub struct Sstd {
     /// Mean, stddev and thresholds derived from `global`, refreshed after
     /// each merge so that labelling is a couple of compares per execution.
     derived: Vec<Derived>,
+    /// The functions of this step's wire (see [`Detector::set_active`]).
+    active: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,6 +60,7 @@ impl Sstd {
             global: Vec::new(),
             partial: Vec::new(),
             derived: Vec::new(),
+            active: None,
         }
     }
 
@@ -133,15 +136,21 @@ impl Detector for Sstd {
         }
     }
 
+    fn set_active(&mut self, active: Option<&[u32]>) {
+        self.active = active.map(<[u32]>::to_vec);
+    }
+
     fn take_partial(&mut self) -> Wire {
-        let n = self.partial.len();
+        let fs = super::wire_functions(&self.active, self.partial.len());
+        let n = fs.len();
         let mut wire = Wire {
             sum: Vec::with_capacity(n * MOMENT_SUM_WORDS),
             min: Vec::with_capacity(n),
             max: Vec::with_capacity(n),
             or: Vec::new(),
         };
-        for m in &mut self.partial {
+        for &f in &fs {
+            let m = &mut self.partial[f];
             m.sum_words(&mut wire.sum);
             // Empty partials must not win a MIN/MAX reduction.
             wire.min.push(if m.n == 0 { u64::MAX } else { m.min });
@@ -152,10 +161,16 @@ impl Detector for Sstd {
     }
 
     fn merge_reduced(&mut self, reduced: &Wire) {
-        let n = reduced.min.len().min(self.global.len());
-        for f in 0..n {
-            let words = &reduced.sum[f * MOMENT_SUM_WORDS..(f + 1) * MOMENT_SUM_WORDS];
-            let step = ExactMoments::from_words(words, reduced.min[f], reduced.max[f]);
+        let fs = super::wire_functions(&self.active, self.global.len());
+        let n = reduced
+            .min
+            .len()
+            .min(reduced.max.len())
+            .min(reduced.sum.len() / MOMENT_SUM_WORDS)
+            .min(fs.len());
+        for (k, &f) in fs.iter().enumerate().take(n) {
+            let words = &reduced.sum[k * MOMENT_SUM_WORDS..(k + 1) * MOMENT_SUM_WORDS];
+            let step = ExactMoments::from_words(words, reduced.min[k], reduced.max[k]);
             if step.n > 0 {
                 self.global[f].merge(&step);
                 self.refresh(f);

@@ -15,6 +15,7 @@
 //! thresholds), [`held`] (labels not final yet), [`timings`] (cost per
 //! stage), [`attributes`] (what the provenance file says of the run).
 
+mod active;
 pub mod attributes;
 mod finish;
 pub mod held;

@@ -56,6 +56,9 @@ pub(super) struct RunState<'a> {
     pub filter: FunctionFilter,
     /// The global model (after each reduce, the same on every rank).
     pub detector: Box<dyn Detector>,
+    /// This rank's functions with an execution in the current step (the
+    /// model reduction covers those of all ranks only).
+    pub touched: super::active::TouchedFunctions,
     /// By global function: judged by a performance model's prediction
     /// (`detector.predicts`, kept here so that the build asks no virtual
     /// call per execution).
@@ -243,6 +246,7 @@ impl<'a> Pipeline<'a> {
                 names: GlobalNames::default(),
                 filter,
                 detector,
+                touched: Default::default(),
                 modelled: Vec::new(),
                 profiles: GlobalStats::default(),
                 profiling: provenance.is_some() || live,

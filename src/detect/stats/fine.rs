@@ -252,6 +252,8 @@ enum Round {
     /// Round 1 was reduced; these are the step's global moments and masks
     /// per function, and round 2 (the counts) is to be sent.
     Counts {
+        /// The functions of the wire, in wire order.
+        functions: Vec<usize>,
         moments: Vec<ExactMoments>,
         masks: Vec<u64>,
         wire: Option<Wire>,
@@ -271,6 +273,8 @@ pub struct FineModel {
     /// Per function: steps in which it had data, and bucket groups whose
     /// counts were reduced in those steps (the round-2 payload).
     pub traffic: Vec<Traffic>,
+    /// The functions of this step's wire (`Detector::set_active`).
+    active: Option<Vec<u32>>,
 }
 
 /// How much of the round-2 payload a function caused so far.
@@ -304,23 +308,31 @@ impl FineModel {
         }
     }
 
+    /// The functions of the coming step's wire (see
+    /// `Detector::set_active`); `None`: all of them.
+    pub fn set_active(&mut self, active: Option<&[u32]>) {
+        self.active = active.map(<[u32]>::to_vec);
+    }
+
     /// Round 1: per function the moments (SUM), min/MIN, max/MAX and the
     /// group mask (BOR). The partial counts stay until round 2.
     pub fn take_partial(&mut self) -> Wire {
-        let n = self.partial.len();
+        let fs = crate::detect::wire_functions(&self.active, self.partial.len());
+        let n = fs.len();
         let mut w = Wire {
             sum: Vec::with_capacity(n * ROUND1_SUM_WORDS),
             min: Vec::with_capacity(n),
             max: Vec::with_capacity(n),
             or: vec![0; n * MASK_WORDS],
         };
-        for (f, p) in self.partial.iter_mut().enumerate() {
+        for (k, &f) in fs.iter().enumerate() {
+            let p = &mut self.partial[f];
             p.moments.sum_words(&mut w.sum);
             let empty = p.moments.n == 0;
             w.min.push(if empty { u64::MAX } else { p.moments.min });
             w.max.push(if empty { 0 } else { p.moments.max });
             p.counts
-                .mark_groups(&mut w.or[f * MASK_WORDS..(f + 1) * MASK_WORDS]);
+                .mark_groups(&mut w.or[k * MASK_WORDS..(k + 1) * MASK_WORDS]);
             p.moments = ExactMoments::default();
         }
         self.round = Round::Idle;
@@ -329,15 +341,20 @@ impl FineModel {
 
     /// Merges a reduced round. After round 1 it prepares round 2 (see
     /// [`FineModel::next_round`]) and returns `None`; after round 2 it adds
-    /// the step to the global histograms and returns each function's step
-    /// delta (empty for functions without data this step).
-    pub fn merge_reduced(&mut self, reduced: &Wire) -> Option<Vec<StepDelta>> {
+    /// the step to the global histograms and returns the step delta of each
+    /// function of the wire (empty for those without data this step).
+    pub fn merge_reduced(&mut self, reduced: &Wire) -> Option<Vec<(usize, StepDelta)>> {
         match std::mem::take(&mut self.round) {
             Round::Idle => {
                 self.start_counts_round(reduced);
                 None
             }
-            Round::Counts { moments, masks, .. } => Some(self.finish_step(reduced, moments, masks)),
+            Round::Counts {
+                functions,
+                moments,
+                masks,
+                ..
+            } => Some(self.finish_step(reduced, &functions, moments, masks)),
         }
     }
 
@@ -350,23 +367,24 @@ impl FineModel {
     }
 
     fn start_counts_round(&mut self, reduced: &Wire) {
-        let n = self
-            .partial
+        let mut functions = crate::detect::wire_functions(&self.active, self.partial.len());
+        let n = functions
             .len()
             .min(reduced.min.len())
             .min(reduced.max.len())
             .min(reduced.sum.len() / ROUND1_SUM_WORDS)
             .min(reduced.or.len() / MASK_WORDS);
+        functions.truncate(n);
         let mut moments = Vec::with_capacity(n);
         let mut sum = Vec::new();
-        for f in 0..n {
-            let words = &reduced.sum[f * ROUND1_SUM_WORDS..(f + 1) * ROUND1_SUM_WORDS];
+        for (k, &f) in functions.iter().enumerate() {
+            let words = &reduced.sum[k * ROUND1_SUM_WORDS..(k + 1) * ROUND1_SUM_WORDS];
             moments.push(ExactMoments::from_words(
                 words,
-                reduced.min[f],
-                reduced.max[f],
+                reduced.min[k],
+                reduced.max[k],
             ));
-            let mask = &reduced.or[f * MASK_WORDS..(f + 1) * MASK_WORDS];
+            let mask = &reduced.or[k * MASK_WORDS..(k + 1) * MASK_WORDS];
             for g in set_bits(mask) {
                 self.partial[f].counts.group(g, &mut sum);
             }
@@ -374,6 +392,7 @@ impl FineModel {
         }
         let masks = reduced.or[..n * MASK_WORDS].to_vec();
         self.round = Round::Counts {
+            functions,
             moments,
             masks,
             wire: Some(Wire {
@@ -386,17 +405,18 @@ impl FineModel {
     fn finish_step(
         &mut self,
         reduced: &Wire,
+        functions: &[usize],
         moments: Vec<ExactMoments>,
         masks: Vec<u64>,
-    ) -> Vec<StepDelta> {
+    ) -> Vec<(usize, StepDelta)> {
         let mut deltas = Vec::with_capacity(moments.len());
         let mut pos = 0usize;
-        for (f, m) in moments.into_iter().enumerate() {
+        for (k, (&f, m)) in functions.iter().zip(moments).enumerate() {
             let mut d = StepDelta {
                 moments: m,
                 buckets: Vec::new(),
             };
-            for g in set_bits(&masks[f * MASK_WORDS..(f + 1) * MASK_WORDS]) {
+            for g in set_bits(&masks[k * MASK_WORDS..(k + 1) * MASK_WORDS]) {
                 let Some(words) = reduced.sum.get(pos..pos + GROUP) else {
                     break;
                 };
@@ -410,7 +430,7 @@ impl FineModel {
             if d.moments.n > 0 {
                 let t = &mut self.traffic[f];
                 t.steps += 1;
-                t.groups += masks[f * MASK_WORDS..(f + 1) * MASK_WORDS]
+                t.groups += masks[k * MASK_WORDS..(k + 1) * MASK_WORDS]
                     .iter()
                     .map(|w| u64::from(w.count_ones()))
                     .sum::<u64>();
@@ -420,7 +440,7 @@ impl FineModel {
                     h.counts.add(b, c);
                 }
             }
-            deltas.push(d);
+            deltas.push((f, d));
         }
         deltas
     }

@@ -29,12 +29,13 @@ impl Pipeline<'_> {
         }
         let use_inclusive = st.opts.use_inclusive;
         let modelling = st.detector.uses_models();
-        let (filter, detector, profiles, profiling, modelled) = (
+        let (filter, detector, profiles, profiling, modelled, touched) = (
             &st.filter,
             &mut st.detector,
             &mut st.profiles,
             st.profiling,
             &st.modelled,
+            &mut st.touched,
         );
         let is_modelled = |f: u32| modelling && modelled.get(f as usize).copied().unwrap_or(false);
         for (i, trace) in std::mem::take(&mut work.traces) {
@@ -51,6 +52,7 @@ impl Pipeline<'_> {
                     } else {
                         detector.observe(e.function, e.judged_runtime(use_inclusive));
                     }
+                    touched.mark(e.function);
                 }
                 index += 1;
                 if profiling {
@@ -80,7 +82,6 @@ impl Pipeline<'_> {
                 }
             }
         }
-        work.partial = Some(st.detector.take_partial());
     }
 }
 

@@ -30,7 +30,6 @@ mod trim;
 mod write;
 
 use super::pipeline::Pipeline;
-use crate::detect::Wire;
 use crate::trace::step::TraceStep;
 
 pub(super) use status::Next;
@@ -46,8 +45,6 @@ pub(super) struct StepWork {
     pub rows: u64,
     /// The streams that delivered a step.
     pub active: Vec<usize>,
-    /// This rank's partial model of the step (from build to reduce).
-    pub partial: Option<Wire>,
     /// Executions that got a label, and anomalies among them.
     pub labels: crate::run::held::LabelCounts,
 }

@@ -1,15 +1,21 @@
 //! Stage 4, reduce: the global model becomes the previous one plus the
 //! exact sum of every rank's partial model of this step, identical on every
-//! rank (one or two rounds of integer reductions, see `detect`).
+//! rank (one or two rounds of integer reductions, see `detect`). Only the
+//! step's active functions — with an execution on some rank — take part:
+//! their set is agreed first (one OR reduction of a bit per function), then
+//! the detector encodes and merges only their partials.
 
 use super::{Pipeline, StepWork};
 
 impl Pipeline<'_> {
     /// Merges all ranks' partial models into the global model.
-    pub(in crate::run) fn reduce(&mut self, work: &mut StepWork) {
+    pub(in crate::run) fn reduce(&mut self, _work: &mut StepWork) {
         let st = &mut self.state;
-        let partial = work.partial.take().unwrap_or_default();
         let coll = st.coll;
+        let words = st.touched.take_words(st.names.functions.len());
+        let active = crate::run::active::set_functions(&coll.allreduce_or(&words));
+        st.detector.set_active(Some(&active));
+        let partial = st.detector.take_partial();
         crate::detect::reduce_step(st.detector.as_mut(), partial, |w| coll.reduce_wire(w));
     }
 }
