@@ -240,7 +240,8 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
         }
     }
     b.note(&format!(
-        "Cost model. Every collective we use (allreduce, allgather of names, exclusive scan, \
+        "Cost model. Every collective we use (allreduce, the all-to-alls and allgather of the \
+         name agreement, exclusive scan, \
          the barrier that ends the read phase) is modelled as a recursive-doubling exchange: \
          per step `t(P) = log2(P) · (α · c + β · m)`, with `c` ≈ {calls:.0} collective calls \
          per step (the barrier's time counts as reading, so the fit slightly underestimates \
@@ -252,8 +253,9 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
          byte on this machine's shared memory (the 4-rank points are oversubscribed, so both \
          are pessimistic). The predictions add the measured model-update time of 1 rank. For a cluster interconnect we also show α = 2 µs, \
          β = 0.1 ns/B (10 GB/s). Assumptions: the payload per rank does not grow with P (true \
-         for the reduction; the name agreement grows with the number of *new* names, which \
-         every rank sends once); allgather of names is bounded by the functions' name bytes; \
+         for the reduction, which covers only the step's active functions; the name \
+         agreement delivers each rank the union of the step's new names once, plus 8 bytes \
+         per name it owns or provides, whatever P — see the received bytes above); \
          no contention between the AD and the application.",
         alpha * 1e6,
         if alpha == 0.0 {
