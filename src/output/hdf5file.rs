@@ -38,7 +38,7 @@ use hdf5::file::MetadataCacheConfig;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, H5Type};
 use hdf5_sys::h5::{hsize_t, H5free_memory};
-use hdf5_sys::h5d::{H5D_fill_time_t, H5Dclose, H5Dcreate2, H5Dread};
+use hdf5_sys::h5d::{H5D_fill_time_t, H5Dclose, H5Dcreate2, H5Dread, H5Dwrite};
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::{
     H5Pclose, H5Pcreate, H5Pset_chunk, H5Pset_fill_time, H5P_CLS_DATASET_CREATE, H5P_DEFAULT,
@@ -239,9 +239,7 @@ impl ProvenanceFile {
             .tables
             .get(name)
             .with_context(|| format!("table {name} was never created"))?;
-        let s = start as usize;
-        ds.as_writer()
-            .write_slice(rows, s..s + rows.len())
+        write_block(ds, start, rows)
             .with_context(|| format!("writing {} rows to {name}", rows.len()))
     }
 
@@ -403,6 +401,44 @@ fn describe<T: DescribedRow>(ds: &Dataset, name: &str) -> anyhow::Result<()> {
         put(&format!("{}.unit", c.name), c.unit)?;
     }
     Ok(())
+}
+
+/// Writes `rows` at row `start` of `ds`, described to HDF5 with the same
+/// null-terminated string type as the file's, so that HDF5 copies the rows
+/// as they are: converting the padding instead would go through HDF5's
+/// conversion buffers (megabytes per write) for nothing, since every
+/// string we store already ends in a NUL (see `records::fixed`).
+fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Result<()> {
+    let mem_type = null_terminated_type::<T>()?;
+    let file_space = ds.space()?;
+    let offset = [start as hsize_t];
+    let len = [rows.len() as hsize_t];
+    // SAFETY: plain HDF5 C calls; `rows` holds exactly `len` values of the
+    // `repr(C)` type `mem_type` describes (the same sizes and offsets as
+    // `T`'s own type), the selection is `len` rows of the dataset, and the
+    // memory dataspace is closed by its guard.
+    unsafe {
+        check(H5Sselect_hyperslab(
+            file_space.id(),
+            H5S_seloper_t::H5S_SELECT_SET,
+            offset.as_ptr(),
+            std::ptr::null(),
+            len.as_ptr(),
+            std::ptr::null(),
+        ))?;
+        let mem_space = Raw::new(
+            H5Screate_simple(1, len.as_ptr(), std::ptr::null()),
+            H5Sclose,
+        )?;
+        check(H5Dwrite(
+            ds.id(),
+            mem_type.0,
+            mem_space.0,
+            file_space.id(),
+            H5P_DEFAULT,
+            rows.as_ptr().cast(),
+        ))
+    }
 }
 
 /// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`

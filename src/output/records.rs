@@ -30,6 +30,10 @@ use crate::output::columns::described_row;
 pub type EventIdStr = FixedUnicode<80>;
 /// Width of function names inside records (full names in `functions`).
 pub type NameStr = FixedUnicode<256>;
+/// Width of function names in call-stack and window rows (cut at 127
+/// bytes; a record has a dozen such rows, so they are kept shorter than
+/// the record's own name; full names in `functions`).
+pub type FrameNameStr = FixedUnicode<128>;
 /// Width of short strings: host names, GPU context/device/stream, fields.
 pub type ShortStr = FixedUnicode<64>;
 /// Width of names in the `functions` and `counters` tables.
@@ -206,9 +210,9 @@ described_row! {
         pub level: u32,
         /// Global function index of the frame (row of `functions`).
         pub fid: u32,
-        /// Function name of the frame, cut at 255 bytes (full name in
+        /// Function name of the frame, cut at 127 bytes (full name in
         /// `functions`).
-        pub func: NameStr,
+        pub func: FrameNameStr,
         /// Entry timestamp of the frame (µs since the epoch).
         #[unit = "µs"]
         pub entry: u64,
@@ -258,9 +262,9 @@ described_row! {
         pub offset: i32,
         /// Global function index of the execution (row of `functions`).
         pub fid: u32,
-        /// Function name of the frame, cut at 255 bytes (full name in
+        /// Function name of the frame, cut at 127 bytes (full name in
         /// `functions`).
-        pub func: NameStr,
+        pub func: FrameNameStr,
         /// Event id `"pid:rank:step:idx"` of the execution.
         pub event_id: EventIdStr,
         /// Entry timestamp (µs since the epoch).
