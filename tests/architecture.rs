@@ -95,7 +95,7 @@ fn rooms_import_only_what_the_architecture_allows() {
         ("trace", vec!["sys", "util"]),
         ("events", vec!["model", "trace", "sys", "util"]),
         ("detect", vec!["model", "util"]),
-        ("collectives", vec!["detect", "events"]),
+        ("collectives", vec!["detect", "events", "util"]),
         (
             "output",
             vec![

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use super::family::{Child, FamilyDraw};
 use super::law::{self, CallInputs};
 use super::rng::Rng;
 use super::scenario::{CommKind, Partner, Scenario};
@@ -40,41 +41,6 @@ pub struct TruthRow {
     pub exit_us: u64,
     /// Exclusive (self) time drawn for it, anomaly included (µs).
     pub exclusive_us: u64,
-}
-
-/// One child call of a function: a fixed function, or one member of a
-/// family drawn at each call.
-#[derive(Clone)]
-enum Child {
-    /// This function.
-    Fixed(usize),
-    /// A member of the family whose members start at function `first`.
-    Pick(usize),
-}
-
-/// A family's draw: where its members start, the cumulative Zipf weights
-/// (normalised to 1) and whether ranks rotate the members.
-struct FamilyDraw {
-    first: usize,
-    cdf: Vec<f64>,
-    by_rank: bool,
-}
-
-impl FamilyDraw {
-    /// The function called: member `k` of the Zipf draw, rotated by rank.
-    fn draw(&self, rng: &mut Rng, rank: u64) -> usize {
-        let u = rng.uniform();
-        let k = self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1);
-        let n = self.cdf.len();
-        let k = if self.by_rank {
-            // A stride coprime with nothing in particular: ranks' favourite
-            // members spread over the family.
-            (k + (rank as usize).wrapping_mul(7919)) % n
-        } else {
-            k
-        };
-        self.first + k
-    }
 }
 
 /// The scenario resolved to indices.
@@ -124,29 +90,8 @@ impl Compiled {
             }
             counters.push(mine);
         }
-        let families: Vec<FamilyDraw> = sc
-            .families
-            .iter()
-            .map(|fam| {
-                let first = sc.family(&fam.name).map_or(0, |f| f.1);
-                let weights: Vec<f64> = (0..fam.count)
-                    .map(|k| 1.0 / ((k + 1) as f64).powf(fam.zipf))
-                    .collect();
-                let total: f64 = weights.iter().sum();
-                let cdf = weights
-                    .iter()
-                    .scan(0.0, |acc, w| {
-                        *acc += w / total;
-                        Some(*acc)
-                    })
-                    .collect();
-                FamilyDraw {
-                    first,
-                    cdf,
-                    by_rank: fam.by_rank,
-                }
-            })
-            .collect();
+        let families: Vec<FamilyDraw> =
+            sc.families.iter().map(|f| FamilyDraw::new(sc, f)).collect();
         let child = |name: &str| match idx.get(name) {
             Some(&i) => Child::Fixed(i),
             None => Child::Pick(sc.families.iter().position(|f| f.name == name).unwrap_or(0)),

@@ -11,6 +11,7 @@
 //! [`ross`] (`synth ross`) writes synthetic ROSS instrumentation files
 //! instead, with their own scenario format and ground truth.
 
+pub mod family;
 pub mod generator;
 pub mod law;
 pub mod rng;

@@ -354,37 +354,7 @@ pub struct Scenario {
     /// Families of many functions that differ by name only (`[[family]]`
     /// tables), as template instantiations do in C++ codes.
     #[serde(rename = "family", default)]
-    pub families: Vec<FamilySpec>,
-}
-
-/// `count` functions named `<name><k>` (k = 0 … count − 1) with the same
-/// self-time distribution; a child call naming the family calls one member,
-/// drawn by a Zipf law (member `k` with weight `1 / (k + 1)^zipf`): a few
-/// members are called often, most of them rarely, and the rare ones are
-/// first seen in late steps.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FamilySpec {
-    /// Family name; members are `<name><k>` (e.g. `kernel<42>`).
-    pub name: String,
-    /// Number of members (≥ 1).
-    pub count: usize,
-    /// Self time of every member's executions, µs.
-    pub runtime: Dist,
-    /// Zipf exponent of the member draw (≥ 0; 0 = uniform; default 1).
-    #[serde(default = "unit")]
-    pub zipf: f64,
-    /// Rotate the members by application rank, so that ranks call
-    /// different members most (default false: every rank the same).
-    #[serde(default)]
-    pub by_rank: bool,
-}
-
-impl FamilySpec {
-    /// The name of member `k`.
-    pub fn member(&self, k: usize) -> String {
-        format!("{}<{k}>", self.name)
-    }
+    pub families: Vec<super::family::FamilySpec>,
 }
 
 /// Ranks whose self times are `factor` times longer, for all functions or
@@ -434,33 +404,8 @@ impl Scenario {
     pub fn from_toml(text: &str) -> anyhow::Result<Scenario> {
         let mut s: Scenario = toml::from_str(text)?;
         s.validate()?;
-        for fam in &s.families {
-            s.functions.extend((0..fam.count).map(|k| FunctionSpec {
-                name: fam.member(k),
-                runtime: Some(fam.runtime.clone()),
-                runtime_law: None,
-                message_bytes: None,
-                drift_per_step: 0.0,
-                children: Vec::new(),
-                comm: Vec::new(),
-                counters: Vec::new(),
-            }));
-        }
+        super::family::add_members(&mut s);
         Ok(s)
-    }
-
-    /// The family named `name`, with the index of its first member among
-    /// the functions (once [`Scenario::from_toml`] has added them).
-    pub fn family(&self, name: &str) -> Option<(&FamilySpec, usize)> {
-        let declared = self.functions.len() - self.families.iter().map(|f| f.count).sum::<usize>();
-        let mut first = declared;
-        for f in &self.families {
-            if f.name == name {
-                return Some((f, first));
-            }
-            first += f.count;
-        }
-        None
     }
 
     /// Checks references and ranges so generation cannot fail half-way.
