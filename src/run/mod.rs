@@ -48,11 +48,15 @@ pub fn run_on_mpi(opts: &RunOptions) -> anyhow::Result<()> {
     });
     let result = run(&coll, opts, sources);
     if let Err(e) = &result {
+        crate::sys::signals::ending();
         if let Some(f) = e.downcast_ref::<StreamsFailed>() {
-            // The same on every rank: said once.
+            // The same on every rank: said once, and nobody exits before it
+            // is said (mpirun ends the job as soon as one rank exits
+            // non-zero).
             if coll.rank() == 0 {
                 eprintln!("chimbuko-mpi: {f}");
             }
+            coll.barrier();
             return Err(anyhow::Error::new(ExitStatus(f.exit_code())));
         }
         // An error every rank found alike (agreed through a collective) is
@@ -61,6 +65,8 @@ pub fn run_on_mpi(opts: &RunOptions) -> anyhow::Result<()> {
             if coll.rank() == 0 {
                 eprintln!("chimbuko-mpi: error: {same}");
             }
+            // Every rank has it: none leaves before rank 0 has said it.
+            coll.barrier();
             return Err(anyhow::Error::new(AlreadyReported));
         }
         // One write per rank, so that mpirun does not interleave the lines of

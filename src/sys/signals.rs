@@ -37,6 +37,20 @@ pub fn name(sig: i32) -> &'static str {
     }
 }
 
+/// Set once the run's outcome has been reported (see [`ending`]).
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The run has ended and said why: a SIGTERM from now on is mpirun ending
+/// the job because another rank has exited, not news for the user, and the
+/// watchdog stays quiet about it.
+pub fn ending() {
+    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn quiet() -> bool {
+    ENDING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Installs the handlers and starts the watchdog (`rank` for messages).
 pub fn install(rank: usize, grace: Duration) {
     for sig in [libc::SIGTERM, libc::SIGINT] {
@@ -66,8 +80,14 @@ fn watchdog(rank: usize, grace: Duration) {
         "chimbuko-mpi: AD rank {rank}: received {} (job time limit, Ctrl-C, or mpirun ending the job because another process died): stopping after this step; the provenance file keeps every flushed step\n",
         name(sig)
     );
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
+    if !quiet() {
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
+    }
     std::thread::sleep(grace);
+    if quiet() {
+        // SAFETY: _exit ends the process at once; nothing is left to unwind.
+        unsafe { libc::_exit(128 + sig) };
+    }
     let msg = format!(
         "chimbuko-mpi: AD rank {rank}: could not finish within {:.0} s of {} (another AD rank is probably gone); exiting now; the provenance file keeps every step flushed before\n",
         grace.as_secs_f64(),
