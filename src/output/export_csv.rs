@@ -18,6 +18,7 @@ use anyhow::{bail, Context};
 use hdf5::types::{FloatSize, IntSize, TypeDescriptor};
 
 use super::hdf5file::read_block;
+use crate::util::csv::csv_field;
 
 /// Rows read at a time.
 const BLOCK_ROWS: usize = 16 * 1024;
@@ -118,7 +119,7 @@ fn export_table(file: &hdf5::File, name: &str, target: &PathBuf) -> anyhow::Resu
     let mem_type = hdf5::Datatype::from_descriptor(&desc)?;
     let out = File::create(target).context("creating the CSV file")?;
     let mut w = BufWriter::new(out);
-    let header: Vec<String> = fields.iter().map(|f| csv_cell(&f.name)).collect();
+    let header: Vec<String> = fields.iter().map(|f| csv_field(&f.name)).collect();
     writeln!(w, "{}", header.join(","))?;
     let mut buf = vec![0u8; BLOCK_ROWS.min(n.max(1)) * row_size];
     let mut line = String::new();
@@ -171,19 +172,10 @@ fn format_value(ty: &TypeDescriptor, b: &[u8]) -> Option<String> {
         TypeDescriptor::Boolean => (b.first()? != &0).to_string(),
         TypeDescriptor::FixedAscii(_) | TypeDescriptor::FixedUnicode(_) => {
             let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-            csv_cell(&String::from_utf8_lossy(&b[..end]))
+            csv_field(&String::from_utf8_lossy(&b[..end]))
         }
         _ => return None,
     })
-}
-
-/// `s` as one CSV cell (RFC 4180 quoting when needed).
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
 }
 
 #[cfg(test)]
@@ -192,10 +184,11 @@ mod tests {
 
     #[test]
     fn cells_are_quoted_only_when_needed() {
-        assert_eq!(csv_cell("plain"), "plain");
-        assert_eq!(csv_cell("a,b"), "\"a,b\"");
-        assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_cell("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field("carriage\rreturn"), "\"carriage\rreturn\"");
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
     }
 
     #[test]

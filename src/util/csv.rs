@@ -2,9 +2,10 @@
 //! for writing, and splitting one line (RFC 4180 quoting) for reading.
 
 /// A field as written in a CSV line: quoted when it holds a comma, a quote
-/// or a line break (function names can hold all three).
+/// or a line break (function names can hold all three; RFC 4180 counts a
+/// carriage return as one too).
 pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_owned()
