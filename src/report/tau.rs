@@ -69,7 +69,7 @@ pub fn tau_page(p: &Provenance, file: &Path, file_bytes: u64) -> Page {
         "Over time".into(),
         over_time(&ranks, &anomalies),
     ));
-    let (functions_html, func_charts) = functions(p, &anomalies, runtime, t0);
+    let (functions_html, func_charts) = functions(p, &anomalies, use_inclusive, runtime, t0);
     sections.push(("functions".into(), "Functions".into(), functions_html));
     sections.push((
         "anomalies".into(),
@@ -495,6 +495,7 @@ fn over_time(ranks: &RankIndex, anomalies: &[&ExecRecord]) -> String {
 fn functions(
     p: &Provenance,
     anomalies: &[&ExecRecord],
+    use_inclusive: bool,
     runtime: impl Fn(&ExecRecord) -> u64,
     t0: u64,
 ) -> (String, Value) {
@@ -518,7 +519,7 @@ fn functions(
     html += &header("worst_score", "worst score", true);
     html += "</tr></thead><tbody>";
     let runtime_stats = |s: &crate::output::records::FuncStatsRow| {
-        if algorithm_param(p, "use_inclusive").and_then(|v| v.as_bool()) == Some(true) {
+        if use_inclusive {
             (s.inclusive_count, s.inclusive_mean, s.inclusive_stddev)
         } else {
             (s.exclusive_count, s.exclusive_mean, s.exclusive_stddev)
