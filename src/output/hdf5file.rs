@@ -403,20 +403,16 @@ fn describe<T: DescribedRow>(ds: &Dataset, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `rows` at row `start` of `ds`, described to HDF5 with the same
-/// null-terminated string type as the file's, so that HDF5 copies the rows
-/// as they are: converting the padding instead would go through HDF5's
-/// conversion buffers (megabytes per write) for nothing, since every
-/// string we store already ends in a NUL (see `records::fixed`).
-fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Result<()> {
-    let mem_type = null_terminated_type::<T>()?;
+/// The dataspaces of a block transfer: the file's with rows `start ..
+/// start + count` selected, and a memory one of `count` rows (closed by its
+/// guard).
+fn row_spaces(ds: &Dataset, start: u64, count: u64) -> anyhow::Result<(hdf5::Dataspace, Raw)> {
     let file_space = ds.space()?;
     let offset = [start as hsize_t];
-    let len = [rows.len() as hsize_t];
-    // SAFETY: plain HDF5 C calls; `rows` holds exactly `len` values of the
-    // `repr(C)` type `mem_type` describes (the same sizes and offsets as
-    // `T`'s own type), the selection is `len` rows of the dataset, and the
-    // memory dataspace is closed by its guard.
+    let len = [count as hsize_t];
+    // SAFETY: plain HDF5 C calls on a dataspace `file_space` owns, with
+    // pointers to live one-element arrays; the new memory dataspace is
+    // owned by the returned guard.
     unsafe {
         check(H5Sselect_hyperslab(
             file_space.id(),
@@ -425,20 +421,38 @@ fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Resul
             std::ptr::null(),
             len.as_ptr(),
             std::ptr::null(),
-        ))?;
+        ))
+        .with_context(|| format!("selecting rows {start}..{}", start + count))?;
         let mem_space = Raw::new(
             H5Screate_simple(1, len.as_ptr(), std::ptr::null()),
             H5Sclose,
-        )?;
-        check(H5Dwrite(
+        )
+        .with_context(|| format!("making a dataspace of {count} rows"))?;
+        Ok((file_space, mem_space))
+    }
+}
+
+/// Writes `rows` at row `start` of `ds`, described to HDF5 with the same
+/// null-terminated string type as the file's, so that HDF5 copies the rows
+/// as they are: converting the padding instead would go through HDF5's
+/// conversion buffers (megabytes per write) for nothing, since every
+/// string we store already ends in a NUL (see `records::fixed`).
+fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Result<()> {
+    let mem_type = null_terminated_type::<T>()?;
+    let (file_space, mem_space) = row_spaces(ds, start, rows.len() as u64)?;
+    // SAFETY: `rows` holds exactly the selected number of values of the
+    // `repr(C)` type `mem_type` describes (the same sizes and offsets as
+    // `T`'s own type).
+    check(unsafe {
+        H5Dwrite(
             ds.id(),
             mem_type.0,
             mem_space.0,
             file_space.id(),
             H5P_DEFAULT,
             rows.as_ptr().cast(),
-        ))
-    }
+        )
+    })
 }
 
 /// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`
@@ -450,42 +464,20 @@ pub(super) fn read_block(
     count: usize,
     buf: &mut [u8],
 ) -> anyhow::Result<()> {
-    let file_space = ds.space()?;
-    let offset = [start as hsize_t];
-    let len = [count as hsize_t];
-    // SAFETY: plain HDF5 C calls; `buf` holds exactly `count` rows of
-    // `mem_type` (the caller sizes it), the selection is `count` rows of
-    // the dataset, and the memory dataspace is closed before returning.
-    unsafe {
-        if H5Sselect_hyperslab(
-            file_space.id(),
-            H5S_seloper_t::H5S_SELECT_SET,
-            offset.as_ptr(),
-            std::ptr::null(),
-            len.as_ptr(),
-            std::ptr::null(),
-        ) < 0
-        {
-            bail!("selecting rows {start}..{}", start + count);
-        }
-        let mem_space = H5Screate_simple(1, len.as_ptr(), std::ptr::null());
-        if mem_space < 0 {
-            bail!("HDF5 could not make a dataspace of {count} rows");
-        }
-        let status = H5Dread(
+    let (file_space, mem_space) = row_spaces(ds, start as u64, count as u64)?;
+    // SAFETY: `buf` holds exactly `count` rows of `mem_type` (the caller
+    // sizes it), the number of rows selected.
+    check(unsafe {
+        H5Dread(
             ds.id(),
             mem_type,
-            mem_space,
+            mem_space.0,
             file_space.id(),
             H5P_DEFAULT,
             buf.as_mut_ptr().cast(),
-        );
-        H5Sclose(mem_space);
-        if status < 0 {
-            bail!("reading rows {start}..{}", start + count);
-        }
-    }
-    Ok(())
+        )
+    })
+    .with_context(|| format!("reading rows {start}..{}", start + count))
 }
 
 /// Why the file cannot be created ("" when it can).
