@@ -304,12 +304,19 @@ impl Collectives {
     }
 
     fn allreduce(&self, v: &[u64], op: SystemOperation) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.allreduce_into(v, &mut out, op);
+        out
+    }
+
+    /// [`Collectives::allreduce`] into `out`: MPI overwrites every element,
+    /// so a buffer of the right length is used as it is (no zeroing).
+    fn allreduce_into(&self, v: &[u64], out: &mut Vec<u64>, op: SystemOperation) {
         self.count(std::mem::size_of_val(v), std::mem::size_of_val(v));
-        let mut out = vec![0u64; v.len()];
+        out.resize(v.len(), 0);
         if !v.is_empty() {
             self.world.all_reduce_into(v, &mut out[..], op);
         }
-        out
     }
 
     /// Element-wise sum over ranks (every rank passes the same length and
@@ -361,13 +368,12 @@ impl Collectives {
 
     /// Reduces one round of a detector's partial model over all ranks (exact
     /// integer ops; see `detect::reduce_step` for multi-round detectors).
-    pub fn reduce_wire(&self, w: &Wire) -> Wire {
-        Wire {
-            sum: self.allreduce_sum(&w.sum),
-            min: self.allreduce_min(&w.min),
-            max: self.allreduce_max(&w.max),
-            or: self.allreduce(&w.or, SystemOperation::bitwise_or()),
-        }
+    /// The reduced wire goes into `out`, whose buffers are reused.
+    pub fn reduce_wire_into(&self, w: &Wire, out: &mut Wire) {
+        self.allreduce_into(&w.sum, &mut out.sum, SystemOperation::sum());
+        self.allreduce_into(&w.min, &mut out.min, SystemOperation::min());
+        self.allreduce_into(&w.max, &mut out.max, SystemOperation::max());
+        self.allreduce_into(&w.or, &mut out.or, SystemOperation::bitwise_or());
     }
 
     /// Aborts every rank (last resort when ranks can no longer agree).

@@ -23,16 +23,19 @@ pub trait Kernel: Send {
     fn default_threshold(&self) -> f64;
     /// The model of a function that has no data yet.
     fn empty_model(&self) -> Self::Model;
-    /// The labelling model after a merge: `hist` is the global histogram
-    /// (this step included), `step` what this step added, `prev` the model
-    /// before this step (HBOS/COPOD carry their threshold ratchet in it).
+    /// Re-derives the labelling model after a merge, in place: `model` is
+    /// the model before this step (HBOS/COPOD carry their threshold ratchet
+    /// in it), `hist` the global histogram (this step included), `step`
+    /// what this step added. A step re-derives every function that ran, so
+    /// the kernel may keep buffers between calls (`&mut self`) and reuse
+    /// the model's own.
     fn derive(
-        &self,
-        prev: &Self::Model,
+        &mut self,
+        model: &mut Self::Model,
         hist: &FineHist,
         step: &StepDelta,
         threshold: f64,
-    ) -> Self::Model;
+    );
     /// Label (normal or anomaly) and score of one runtime.
     fn judge(&self, model: &Self::Model, value: u64) -> Verdict;
     /// Whether `value` is slower than the model predicts; `mean` is the
@@ -89,22 +92,19 @@ impl<K: Kernel> BinnedDetector<K> {
     /// The threshold `function` is labelled with: its `--threshold-file`
     /// entry, or the kernel's default.
     pub fn threshold(&self, function: u32) -> f64 {
-        self.threshold_of
-            .get(function as usize)
-            .copied()
-            .flatten()
-            .unwrap_or_else(|| self.kernel.default_threshold())
+        let default = self.kernel.default_threshold();
+        threshold_in(&self.threshold_of, function as usize, default)
     }
 
     fn rederive(&mut self, f: usize, step: &StepDelta) {
         let threshold = self.threshold(f as u32);
-        let (Some(prev), Some(hist)) = (self.models.get(f), self.fine.global.get(f)) else {
+        let (Some(model), Some(hist)) = (self.models.get_mut(f), self.fine.global.get(f)) else {
             return;
         };
         if hist.count() == 0 {
             return;
         }
-        self.models[f] = self.kernel.derive(prev, hist, step, threshold);
+        self.kernel.derive(model, hist, step, threshold);
     }
 }
 
@@ -135,13 +135,14 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
     }
 
     fn merge_reduced(&mut self, reduced: &Wire) {
-        if let Some(deltas) = self.fine.merge_reduced(reduced) {
-            for (f, d) in &deltas {
-                if d.count() > 0 {
-                    self.rederive(*f, d);
-                }
+        // What `rederive` does, field by field: `self.fine` is busy.
+        let (kernel, models) = (&mut self.kernel, &mut self.models);
+        let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
+        self.fine.merge_reduced(reduced, |f, hist, step| {
+            if let Some(model) = models.get_mut(f) {
+                kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
             }
-        }
+        });
     }
 
     fn next_round(&mut self) -> Option<Wire> {
@@ -234,6 +235,11 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         }
         fnv1a(words)
     }
+}
+
+/// The threshold of function `f`: its entry in `thresholds`, or `default`.
+fn threshold_in(thresholds: &[Option<f64>], f: usize, default: f64) -> f64 {
+    thresholds.get(f).copied().flatten().unwrap_or(default)
 }
 
 /// The fine histogram as JSON: its resolution and the non-empty buckets as

@@ -47,20 +47,32 @@ pub struct Ecdf {
 impl Ecdf {
     /// The empirical CDF of `hist`.
     pub fn new(hist: Histogram) -> Self {
-        let mut before = Vec::with_capacity(hist.nbin());
-        let mut slope = Vec::with_capacity(hist.nbin());
+        let mut e = Ecdf {
+            hist,
+            ..Default::default()
+        };
+        e.refresh();
+        e
+    }
+
+    /// Recomputes the CDF after `self.hist` changed, reusing the buffers.
+    fn refresh(&mut self) {
+        let hist = &self.hist;
+        let n = hist.nbin();
+        self.before.resize(n, 0.0);
+        self.slope.resize(n, 0.0);
         let mut acc = 0u64;
-        for (b, &c) in hist.counts.iter().enumerate() {
-            before.push(acc as f64);
-            slope.push(c as f64 / (hist.upper_edge(b) - hist.lower_edge(b)));
+        let rows = self
+            .before
+            .iter_mut()
+            .zip(&mut self.slope)
+            .zip(&hist.counts);
+        for (b, ((before, slope), &c)) in rows.enumerate() {
+            *before = acc as f64;
+            *slope = c as f64 / (hist.upper_edge(b) - hist.lower_edge(b));
             acc += c;
         }
-        Ecdf {
-            hist,
-            before,
-            slope,
-            total: acc,
-        }
+        self.total = acc;
     }
 
     /// Fraction of counts at or below `v`.
@@ -99,6 +111,9 @@ pub struct CopodModel {
     /// The ratchet `g` (what labels are compared with).
     pub global_threshold: f64,
     memo: ScoreMemo,
+    /// The bins of the labelling histogram that hold counts (what the next
+    /// one resets when it has as many bins).
+    filled: Vec<usize>,
 }
 
 /// The scores of recently judged runtimes of one function. Runtimes are
@@ -152,6 +167,7 @@ impl Default for CopodModel {
             local_threshold: 0.0,
             global_threshold: initial_global_threshold(),
             memo: ScoreMemo::default(),
+            filled: Vec::new(),
         }
     }
 }
@@ -160,23 +176,36 @@ impl CopodModel {
     /// CDFs and thresholds of a labelling histogram; `prev_global` is the
     /// ratchet before this histogram.
     pub fn from_histogram(hist: Histogram, threshold: f64, prev_global: f64) -> Self {
-        let skewness = hist.skewness();
-        let right = Ecdf::new(hist.negate());
         let mut m = CopodModel {
-            left: Ecdf::new(hist),
-            right,
-            skewness,
-            p_sign: sign(skewness - 1.0),
-            n_sign: sign(skewness + 1.0),
-            local_threshold: 0.0,
+            filled: (0..hist.nbin()).filter(|&b| hist.counts[b] > 0).collect(),
+            left: Ecdf {
+                hist,
+                ..Default::default()
+            },
             global_threshold: prev_global,
-            memo: ScoreMemo::default(),
+            ..Default::default()
         };
+        m.rebuild(threshold);
+        m
+    }
+
+    /// CDFs and thresholds of `self.left.hist`, the ratchet going on from
+    /// `self.global_threshold`; reuses the buffers of the model.
+    fn rebuild(&mut self, threshold: f64) {
+        let prev_global = self.global_threshold;
+        let skewness = self.left.hist.skewness();
+        self.left.hist.negate_into(&mut self.right.hist);
+        self.left.refresh();
+        self.right.refresh();
+        self.skewness = skewness;
+        self.p_sign = sign(skewness - 1.0);
+        self.n_sign = sign(skewness + 1.0);
+        self.memo = ScoreMemo::default();
         // Score range over the bin midpoints, from the reference's start.
         let mut lo = -ALPHA.log2();
         let mut hi = (1.0 + ALPHA).log2() - lo;
-        for b in 0..m.left.hist.nbin() {
-            let s = m.score(m.left.hist.bin_value(b));
+        for b in 0..self.left.hist.nbin() {
+            let s = self.score(self.left.hist.bin_value(b));
             lo = lo.min(s);
             hi = hi.max(s);
         }
@@ -185,13 +214,12 @@ impl CopodModel {
         } else {
             lo + threshold * (hi - lo)
         };
-        m.local_threshold = local;
+        self.local_threshold = local;
         // The reference keeps g only if it is above −log2(1.00001) (always,
         // as g starts at +log2(1.00001)); otherwise l_thr replaces it.
         if !(local < prev_global && prev_global > -initial_global_threshold()) {
-            m.global_threshold = local;
+            self.global_threshold = local;
         }
-        m
     }
 
     /// COPOD score of runtime `x`.
@@ -249,10 +277,15 @@ impl Kernel for CopodKernel {
         CopodModel::default()
     }
 
-    fn derive(&self, prev: &CopodModel, hist: &FineHist, _: &StepDelta, thr: f64) -> CopodModel {
-        match hist.labelling_histogram(BinWidth::Scott) {
-            Ok(h) => CopodModel::from_histogram(h, thr, prev.global_threshold),
-            Err(_) => prev.clone(),
+    fn derive(&mut self, model: &mut CopodModel, hist: &FineHist, _: &StepDelta, thr: f64) {
+        // On an error (unreachable for non-empty integer data) the old model
+        // stays. The new one takes the old one's buffers.
+        let (spec, left) = (BinWidth::Scott, &mut model.left.hist);
+        if hist
+            .labelling_histogram_into(spec, left, &mut model.filled)
+            .is_ok()
+        {
+            model.rebuild(thr);
         }
     }
 

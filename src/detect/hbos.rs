@@ -16,6 +16,7 @@
 use super::binned::{BinnedDetector, Kernel};
 use super::stats::fine::{FineHist, StepDelta};
 use super::stats::histogram::{BinPos, BinWidth, Histogram};
+use super::stats::memo::Memo;
 use super::{ModelSnapshot, Verdict};
 
 /// Chimbuko's α: keeps `log2` finite for empty bins.
@@ -52,7 +53,7 @@ impl Default for HbosParams {
 }
 
 /// The labelling model of one function.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct HbosModel {
     /// The labelling histogram (from the exact fine histogram).
     pub hist: Histogram,
@@ -62,6 +63,23 @@ pub struct HbosModel {
     pub local_threshold: f64,
     /// The ratchet `g` (what labels are compared with).
     pub global_threshold: f64,
+    /// The bins that hold counts, and the bins whose score is not an empty
+    /// bin's (these and the ones lowered by
+    /// [`HbosModel::fill_held_empty_bins`]): a new histogram of as many
+    /// bins resets only these instead of rewriting all of them.
+    filled: Vec<usize>,
+    scored: Vec<usize>,
+}
+
+impl PartialEq for HbosModel {
+    fn eq(&self, o: &Self) -> bool {
+        (
+            &self.hist,
+            &self.scores,
+            self.local_threshold,
+            self.global_threshold,
+        ) == (&o.hist, &o.scores, o.local_threshold, o.global_threshold)
+    }
 }
 
 impl Default for HbosModel {
@@ -71,6 +89,8 @@ impl Default for HbosModel {
             scores: Vec::new(),
             local_threshold: 0.0,
             global_threshold: initial_global_threshold(),
+            filled: Vec::new(),
+            scored: Vec::new(),
         }
     }
 }
@@ -79,38 +99,46 @@ impl HbosModel {
     /// Scores and thresholds of a labelling histogram; `prev_global` is the
     /// ratchet before this histogram.
     pub fn from_histogram(hist: Histogram, threshold: f64, prev_global: f64) -> Self {
-        let n = hist.total() as f64;
+        let mut m = HbosModel {
+            filled: (0..hist.nbin()).filter(|&b| hist.counts[b] > 0).collect(),
+            hist,
+            global_threshold: prev_global,
+            ..Default::default()
+        };
+        m.rescore(threshold, &mut Memo::new(f64::log2, 1));
+        m
+    }
+
+    /// Scores and thresholds of `self.hist` (whose bins with counts are
+    /// `self.filled`), the ratchet going on from `self.global_threshold`;
+    /// reuses the score buffer.
+    fn rescore(&mut self, threshold: f64, log2: &mut Memo) {
+        let counts = &self.hist.counts;
+        let n = self.filled.iter().map(|&b| counts[b]).sum::<u64>() as f64;
         // Most of the 200 bins are often empty: their score is a constant.
         let empty = outside_score();
-        let scores: Vec<f64> = hist
-            .counts
-            .iter()
-            .map(|&c| {
-                if c == 0 {
-                    empty
-                } else {
-                    -(c as f64 / n + ALPHA).log2()
-                }
-            })
-            .collect();
+        if self.scores.len() == counts.len() {
+            self.scored.iter().for_each(|&b| self.scores[b] = empty);
+        } else {
+            self.scores.clear();
+            self.scores.resize(counts.len(), empty);
+        }
+        self.scored.clear();
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for (s, &c) in scores.iter().zip(&hist.counts) {
-            if c > 0 {
-                lo = lo.min(*s);
-                hi = hi.max(*s);
-            }
+        for &b in &self.filled {
+            let s = -log2.get(counts[b] as f64 / n + ALPHA);
+            self.scores[b] = s;
+            self.scored.push(b);
+            lo = lo.min(s);
+            hi = hi.max(s);
         }
         let local = if lo.is_finite() {
             lo + threshold * (hi - lo)
         } else {
             0.0
         };
-        HbosModel {
-            hist,
-            scores,
-            local_threshold: local,
-            global_threshold: prev_global.max(local),
-        }
+        self.local_threshold = local;
+        self.global_threshold = self.global_threshold.max(local);
     }
 
     /// Gives an empty bin that holds observed runtimes the score of the
@@ -124,7 +152,8 @@ impl HbosModel {
     pub fn fill_held_empty_bins(&mut self, buckets: impl Iterator<Item = (u64, u64, u64)>) {
         let n = self.hist.nbin();
         for (lo, hi, c) in buckets {
-            if c == 0 || n == 0 {
+            // A bucket of one integer falls in one bin.
+            if c == 0 || n == 0 || lo == hi {
                 continue;
             }
             let bin = |v: u64| match self.hist.get_bin(v as f64, 0.0) {
@@ -144,6 +173,7 @@ impl HbosModel {
                 for k in a..=b {
                     if self.hist.counts[k] == 0 {
                         self.scores[k] = self.scores[k].min(held);
+                        self.scored.push(k);
                     }
                 }
             }
@@ -170,6 +200,19 @@ impl HbosModel {
 pub struct HbosKernel {
     /// The HBOS parameters.
     pub params: HbosParams,
+    /// `log2` of the bins' shares: the same few counts out of the same
+    /// number of executions recur from one function to the next.
+    log2: Log2Memo,
+}
+
+/// A [`Memo`] of `log2`.
+#[derive(Debug, Clone)]
+struct Log2Memo(Memo);
+
+impl Default for Log2Memo {
+    fn default() -> Self {
+        Log2Memo(Memo::new(f64::log2, 1024))
+    }
 }
 
 /// The HBOS detector.
@@ -178,7 +221,11 @@ pub type Hbos = BinnedDetector<HbosKernel>;
 impl Hbos {
     /// An HBOS detector; functions are labelled from `min_count` executions.
     pub fn with_params(params: HbosParams, min_count: u64) -> Self {
-        BinnedDetector::new(HbosKernel { params }, min_count)
+        let kernel = HbosKernel {
+            params,
+            log2: Log2Memo::default(),
+        };
+        BinnedDetector::new(kernel, min_count)
     }
 }
 
@@ -197,16 +244,16 @@ impl Kernel for HbosKernel {
         HbosModel::default()
     }
 
-    fn derive(&self, prev: &HbosModel, hist: &FineHist, _: &StepDelta, thr: f64) -> HbosModel {
+    fn derive(&mut self, model: &mut HbosModel, hist: &FineHist, _: &StepDelta, thr: f64) {
         let spec = BinWidth::FixedNbin(self.params.max_bins.max(1));
-        match hist.labelling_histogram(spec) {
-            Ok(h) => {
-                let mut m = HbosModel::from_histogram(h, thr, prev.global_threshold);
-                m.fill_held_empty_bins(hist.buckets());
-                m
-            }
-            // Unreachable for non-empty integer data; keep the old model.
-            Err(_) => prev.clone(),
+        // An error is unreachable for non-empty integer data; the old model
+        // then stays. The new one takes the old one's buffers.
+        if hist
+            .labelling_histogram_into(spec, &mut model.hist, &mut model.filled)
+            .is_ok()
+        {
+            model.rescore(thr, &mut self.log2.0);
+            model.fill_held_empty_bins(hist.buckets());
         }
     }
 

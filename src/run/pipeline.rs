@@ -59,6 +59,9 @@ pub(super) struct RunState<'a> {
     /// This rank's functions with an execution in the current step (the
     /// model reduction covers those of all ranks only).
     pub touched: super::active::TouchedFunctions,
+    /// The reduced wires of a step's rounds (receive buffers reused from
+    /// step to step).
+    pub reduced: Vec<crate::detect::Wire>,
     /// By global function: judged by a performance model's prediction
     /// (`detector.predicts`, kept here so that the build asks no virtual
     /// call per execution).
@@ -247,6 +250,7 @@ impl<'a> Pipeline<'a> {
                 filter,
                 detector,
                 touched: Default::default(),
+                reduced: Vec::new(),
                 modelled: Vec::new(),
                 profiles: GlobalStats::default(),
                 profiling: provenance.is_some() || live,

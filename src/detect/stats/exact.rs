@@ -87,6 +87,19 @@ impl U256 {
         r
     }
 
+    /// `self − other`, or `None` when `other` is larger.
+    pub fn checked_sub(&self, other: &U256) -> Option<U256> {
+        let mut out = [0u64; 4];
+        let mut borrow = false;
+        for (i, o) in out.iter_mut().enumerate() {
+            let (d1, b1) = self.0[i].overflowing_sub(other.0[i]);
+            let (d2, b2) = d1.overflowing_sub(u64::from(borrow));
+            *o = d2;
+            borrow = b1 || b2;
+        }
+        (!borrow).then_some(U256(out))
+    }
+
     /// The value as `f64` (rounded; deterministic).
     pub fn to_f64(&self) -> f64 {
         I512::from_u256(self).to_f64()
@@ -636,6 +649,26 @@ impl Moments for ExactMoments {
             s4: I512::from_u256(&self.s4),
         }
     }
+
+    /// What the default computes — `n·Σx² − (Σx)²` formed exactly, then
+    /// converted — with 256-bit products instead of 512-bit ones: runtime
+    /// sums are small enough (`n·Σx² < 2^192`, `(Σx)² < 2^256`), the
+    /// difference is the same integer, so its conversion is the same
+    /// number. SSTD asks for it for every function that ran, every step.
+    #[inline]
+    fn variance(&self, ddof: u64) -> f64 {
+        if self.n <= ddof {
+            return 0.0;
+        }
+        let n_s2 = U256::mul_u128(self.n as u128, self.s2);
+        let s1_s1 = U256::mul_u128(self.s1, self.s1);
+        match n_s2.checked_sub(&s1_s1) {
+            Some(nm2) if nm2 != U256::ZERO => {
+                nm2.to_f64() / (self.n as f64 * (self.n - ddof) as f64)
+            }
+            _ => 0.0,
+        }
+    }
 }
 
 impl Moments for WideMoments {
@@ -763,6 +796,33 @@ mod tests {
         let mut want = ma;
         want.merge(&mb);
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn variance_in_256_bits_is_the_512_bit_one() {
+        let mut seed = 9u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed
+        };
+        for case in 0..2000 {
+            let mut m = ExactMoments::default();
+            let scale = [1u64 << 4, 1 << 20, 1 << 43][case % 3];
+            let base = next() % scale;
+            for _ in 0..(next() % 60) {
+                m.push(if next() % 3 == 0 {
+                    base
+                } else {
+                    next() % scale
+                });
+            }
+            for ddof in [0, 1] {
+                let want = m.sums().variance(ddof);
+                assert_eq!(m.variance(ddof).to_bits(), want.to_bits(), "{m:?}");
+            }
+        }
     }
 
     #[test]

@@ -16,6 +16,9 @@ impl Pipeline<'_> {
         let active = crate::run::active::set_functions(&coll.allreduce_or(&words));
         st.detector.set_active(Some(&active));
         let partial = st.detector.take_partial();
-        crate::detect::reduce_step(st.detector.as_mut(), partial, |w| coll.reduce_wire(w));
+        let (detector, buffers) = (st.detector.as_mut(), &mut st.reduced);
+        crate::detect::reduce_step_into(detector, partial, buffers, |w, out| {
+            coll.reduce_wire_into(w, out)
+        });
     }
 }

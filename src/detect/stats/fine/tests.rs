@@ -1,0 +1,127 @@
+//! Tests of the fine histogram: its bucket grid, the two-round reduction
+//! and the labelling histograms derived from it.
+
+use super::*;
+
+#[test]
+fn buckets_cover_u64_contiguously() {
+    assert_eq!(NUM_BUCKETS, 7424);
+    assert_eq!(MASK_WORDS, 8);
+    let mut next = 0u64;
+    for i in 0..NUM_BUCKETS {
+        let (lo, hi) = bucket_bounds(i);
+        assert_eq!(lo, next, "bucket {i}");
+        assert!(hi >= lo);
+        assert_eq!(bucket_of(lo), i);
+        assert_eq!(bucket_of(hi), i);
+        // Relative width at most 1/128 above the exact range.
+        if lo >= 256 {
+            assert!((hi - lo + 1) as f64 / lo as f64 <= 1.0 / 128.0 + 1e-12);
+        }
+        next = hi.wrapping_add(1);
+    }
+    assert_eq!(next, 0, "last bucket ends at u64::MAX");
+    for x in [0u64, 1, 255, 256, 257, 1000, 123_456_789, u64::MAX] {
+        let (lo, hi) = bucket_bounds(bucket_of(x));
+        assert!(lo <= x && x <= hi);
+    }
+}
+
+#[test]
+fn counts_window_grows_both_ways() {
+    let mut c = Counts::default();
+    for b in [500usize, 20, 7000, 501, 0, 7423] {
+        c.add(b, 1);
+    }
+    c.add(500, 2);
+    let got: Vec<(usize, u64)> = c.iter().collect();
+    assert_eq!(
+        got,
+        vec![(0, 1), (20, 1), (500, 3), (501, 1), (7000, 1), (7423, 1)]
+    );
+    c.clear();
+    assert_eq!(c.iter().count(), 0);
+}
+
+fn step(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>]) {
+    for (m, d) in ranks.iter_mut().zip(data) {
+        for &(f, v) in d {
+            m.observe(f, v);
+        }
+    }
+    let w1: Vec<Wire> = ranks.iter_mut().map(|m| m.take_partial()).collect();
+    let r1 = Wire::reduce_all(&w1);
+    for m in ranks.iter_mut() {
+        assert!(!m.merge_reduced(&r1, |_, _, _| {}));
+    }
+    let w2: Vec<Wire> = ranks.iter_mut().map(|m| m.next_round().unwrap()).collect();
+    let r2 = Wire::reduce_all(&w2);
+    for m in ranks.iter_mut() {
+        assert!(m.merge_reduced(&r2, |_, _, _| {}));
+        assert!(m.next_round().is_none());
+    }
+}
+
+#[test]
+fn two_round_reduction_equals_one_histogram() {
+    let data: Vec<(u32, u64)> = (0..5000u64)
+        .map(|i| ((i % 3) as u32, (i * 7919) % 100_000 + (i % 7) * 1_000_000))
+        .collect();
+    let mut direct = vec![FineHist::default(); 3];
+    for &(f, v) in &data {
+        direct[f as usize].push(v);
+    }
+    for nranks in [1usize, 2, 5] {
+        let mut ranks: Vec<FineModel> = (0..nranks).map(|_| FineModel::default()).collect();
+        ranks.iter_mut().for_each(|m| m.ensure_functions(3));
+        // Two steps, data dealt round-robin over ranks.
+        for half in data.chunks(2500) {
+            let mut per_rank = vec![Vec::new(); nranks];
+            for (i, &x) in half.iter().enumerate() {
+                per_rank[i % nranks].push(x);
+            }
+            step(&mut ranks, &per_rank);
+        }
+        for m in &ranks {
+            assert_eq!(m.global, direct, "{nranks} ranks");
+        }
+    }
+}
+
+#[test]
+fn labelling_histogram_from_exact_buckets_matches_direct_creation() {
+    // Below 256 µs the buckets are exact, so the derived HBOS histogram
+    // equals the reference's histogram of the raw values.
+    let vals: Vec<u64> = (0..3000u64).map(|i| 20 + (i * 37) % 200).collect();
+    let mut h = FineHist::default();
+    vals.iter().for_each(|&v| h.push(v));
+    let raw: Vec<f64> = vals.iter().map(|&v| v as f64).collect();
+    let direct = Histogram::create(&raw, BinWidth::FixedNbin(200)).unwrap();
+    let derived = h.labelling_histogram(BinWidth::FixedNbin(200)).unwrap();
+    assert_eq!(derived, direct);
+    let scott = h.labelling_histogram(BinWidth::Scott).unwrap();
+    let direct = Histogram::create(&raw, BinWidth::Scott).unwrap();
+    assert!((scott.bin_width - direct.bin_width).abs() < 1e-9 * direct.bin_width);
+    assert_eq!(scott.counts, direct.counts);
+    // Constant data: the reference's one-bin delta histogram.
+    let mut c = FineHist::default();
+    (0..5).for_each(|_| c.push(42));
+    let d = c.labelling_histogram(BinWidth::FixedNbin(200)).unwrap();
+    assert_eq!(d.counts, vec![5]);
+    assert_eq!((d.min, d.max), (42.0, 42.0));
+}
+
+#[test]
+fn labelling_histogram_keeps_every_count_for_wide_buckets() {
+    let mut h = FineHist::default();
+    for i in 0..10_000u64 {
+        h.push(1_000 + (i * 7919) % 50_000);
+    }
+    h.push(9_000_000);
+    for spec in [BinWidth::FixedNbin(200), BinWidth::Scott] {
+        let x = h.labelling_histogram(spec).unwrap();
+        assert_eq!(x.total(), 10_001);
+        assert_eq!(x.upper_edge(x.nbin() - 1), 9_000_000.0);
+        assert_eq!(*x.counts.last().unwrap(), 1);
+    }
+}
