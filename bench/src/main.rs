@@ -11,6 +11,7 @@
 mod collectives;
 mod harness;
 mod latency;
+mod manyfuncs;
 mod memory;
 mod model;
 mod plot;
@@ -29,7 +30,8 @@ use clap::Parser;
 
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
-    collectives::collectives, latency::latency, memory::memory, model::model_section,
+    collectives::collectives, latency::latency, manyfuncs::manyfuncs, memory::memory,
+    model::model_section,
     quality::quality, reader::reader, reduction::reduction, report::report_section,
     ross::ross_section, throughput::throughput,
 };
@@ -50,7 +52,8 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (reader, throughput, latency, collectives,
-    /// memory, reduction, quality, ross, model, report); default all.
+    /// memory, manyfuncs, reduction, quality, ross, model, report);
+    /// default all.
     #[arg(long)]
     only: Vec<String>,
 }
@@ -74,12 +77,13 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 10] = [
+    let sections: [(&str, Section); 11] = [
         ("reader", reader),
         ("throughput", throughput),
         ("latency", latency),
         ("collectives", collectives),
         ("memory", memory),
+        ("manyfuncs", manyfuncs),
         ("reduction", reduction),
         ("quality", quality),
         ("ross", ross_section),
