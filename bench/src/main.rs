@@ -7,19 +7,24 @@
 //! `scripts/bench.sh` builds and runs it; `scripts/bench.sh --quick` is the
 //! small variant CI runs: it checks that every section runs and that the
 //! detection quality stays above the engine's bars (no assertion on time).
+//! `chimbuko-bench probe ...` is not for people: the collective-scaling
+//! section runs it under mpirun (see `probe.rs`).
 
 mod collectives;
+mod costmodel;
 mod harness;
 mod latency;
 mod manyfuncs;
 mod memory;
 mod model;
 mod plot;
+mod probe;
 mod quality;
 mod reader;
 mod reduction;
 mod report;
 mod ross;
+mod sweep;
 mod throughput;
 
 use std::path::PathBuf;
@@ -58,6 +63,11 @@ struct Args {
     only: Vec<String>,
 }
 fn main() -> anyhow::Result<()> {
+    // The MPI probes the collective-scaling section runs under mpirun.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("probe") {
+        return probe::main(&argv[2..]);
+    }
     let a = Args::parse();
     let root = std::env::current_dir()?;
     let img = a.docs.join("img");
