@@ -388,10 +388,15 @@ fn projection(
          allreduces and the all-to-alls of 4-byte counts (recursive doubling, Bruck), not \
          for the two `MPI_Alltoallv` and the `MPI_Allgatherv` of a large union: MPI \
          libraries run those as linear or pairwise exchanges (Open MPI and MPICH have no \
-         logarithmic `MPI_Alltoallv`) and a ring or neighbour exchange, about `P − 1` \
-         messages each. The `linear` column charges those three `(P − 1)·α` (exact for pairwise and \
-         ring; an upper bound for the linear exchange, whose messages overlap); the other \
-         columns are what log-latency algorithms (Bruck) would give. \
+         logarithmic `MPI_Alltoallv`) and a ring or neighbour exchange, one message per \
+         other rank of the communicator. So from 16 AD ranks on the agreement runs them in \
+         two hops over an R × C grid of ranks (R · C = P, the most square factorisation; \
+         `collectives/routed.rs`): along rows, then along columns, `(R − 1) + (C − 1)` \
+         messages per exchange instead of `P − 1` (198 instead of 9,999 at 10^4 ranks), \
+         each hash crossing two links (the sweep's received bytes include the second hop). \
+         The `linear` column charges the three exchanges that many latencies (exact for \
+         pairwise and ring; an upper bound for the linear exchange, whose messages overlap); \
+         the other columns are what log-latency algorithms (Bruck) would give. \
          **Fit.** α and β are fitted to the time of one allreduce (the library's \
          `allreduce_sum`, the fastest of three batches, slowest rank; table below) of 8 B … \
          4 MB on 2 ranks, the only count on real cores, where the model is `α + β·m`: \
@@ -447,9 +452,9 @@ fn projection(
             " At 10^4 ranks and 10^4 functions on the cluster interconnect{scaled}: {:.2} ms \
              per step without new names; a step in which every name is new takes {:.2} ms \
              with log-latency algorithms (Bruck's forwarding of the 8-byte name hashes, left \
-             out of the model, would add {:.3} ms) and {:.1} ms with linear ones, almost all \
-             of it the 3 × (P − 1) message latencies, whatever the number of new names: \
-             every step in which any rank meets a new name pays it.",
+             out of the model, would add {:.3} ms) and {:.1} ms with linear ones over the \
+             100 × 100 grid (3 × 198 message latencies; 3 × 9,999 without the grid would be \
+             about 60 ms).",
             later * 1e3,
             first * 1e3,
             bruck * 1e3,
@@ -468,7 +473,7 @@ fn projection(
             "< 10 ms",
             format!(
                 "{:.2} ms with log-latency all-to-allv and allgatherv; {:.1} ms with \
-                 linear ones (P − 1 messages each, as MPI libraries run them){scaled}",
+                 linear ones over the two-hop grid (198 messages each){scaled}",
                 first * 1e3,
                 linear * 1e3
             ),

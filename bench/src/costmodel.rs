@@ -13,8 +13,11 @@
 //! the all-to-alls of counts (recursive doubling, Bruck), but the
 //! agreement's two `MPI_Alltoallv` and its `MPI_Allgatherv` of the union
 //! are, in MPI libraries' defaults at large P, linear or pairwise
-//! exchanges and a ring: `P − 1` messages each. The `linear` variant of a
-//! step with new names charges those three `(P − 1) · α` (exact for the
+//! exchanges and a ring: `P − 1` messages each over the communicator they
+//! run on. From 16 ranks on they run in two hops over an R × C grid of
+//! ranks (`collectives/routed.rs`), over rows then columns: `(R − 1) +
+//! (C − 1)` messages each. The `linear` variant of a step with new names
+//! charges those three exchanges that many latencies (exact for the
 //! pairwise and ring algorithms; an upper bound for the linear one, whose
 //! messages overlap).
 
@@ -38,10 +41,11 @@ pub(crate) const CLUSTER: Net = Net {
 pub(crate) const AGREE_EXTRA_CALLS: f64 = 7.0;
 
 /// Bytes a rank receives in the agreement's length words and small
-/// allreduces: 4 bytes from every other rank in each of the two all-to-alls
-/// and the allgather, and two 8-byte allreduces.
+/// allreduces: 4 bytes from every other rank it exchanges with in each of
+/// the two all-to-alls and the allgather (every rank, or over the grid its
+/// row and column), and two 8-byte allreduces.
 pub(crate) fn agree_overhead(p: f64) -> f64 {
-    12.0 * (p - 1.0) + 16.0
+    12.0 * exchange_messages(p) + 16.0
 }
 
 /// One allreduce of `m` bytes: the cheaper of recursive doubling and
@@ -101,7 +105,17 @@ impl Payload {
     /// algorithms for the agreement's two all-to-allv and its allgatherv
     /// (`(P − 1) · α` each instead of `log2(P) · α`).
     pub(crate) fn first_linear(&self, p: f64, net: Net) -> f64 {
-        self.first(p, net) + LINEAR_CALLS * ((p - 1.0) - p.log2()).max(0.0) * net.alpha
+        self.first(p, net) + LINEAR_CALLS * (exchange_messages(p) - p.log2()).max(0.0) * net.alpha
+    }
+}
+
+/// Messages per rank of one of the agreement's exchanges with linear
+/// algorithms: `P − 1`, or over the grid of the two-hop exchange `(R − 1) +
+/// (C − 1)` (198 at 10^4 ranks).
+pub(crate) fn exchange_messages(p: f64) -> f64 {
+    match chimbuko_mpi::collectives::grid_shape(p as usize) {
+        Some((r, c)) => (r + c - 2) as f64,
+        None => p - 1.0,
     }
 }
 

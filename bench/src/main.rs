@@ -36,9 +36,8 @@ use clap::Parser;
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
     collectives::collectives, latency::latency, manyfuncs::manyfuncs, memory::memory,
-    model::model_section,
-    quality::quality, reader::reader, reduction::reduction, report::report_section,
-    ross::ross_section, throughput::throughput,
+    model::model_section, quality::quality, reader::reader, reduction::reduction,
+    report::report_section, ross::ross_section, throughput::throughput,
 };
 
 #[derive(Parser)]

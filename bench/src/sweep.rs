@@ -409,9 +409,13 @@ fn report(
          (program, length) per name of the union, and 12 bytes per other rank (the \
          length words of the two all-to-alls and the allgather, the only part that \
          grows with P: 756 bytes at 64 ranks). So received ≈ (P−1)/P · (unique + 16 · \
-         names) + 12 · (P − 1): within 2× of the unique name bytes as long as names \
-         average more than 16 bytes (short synthetic names like `f42` would give about \
-         4×).{}",
+         names) + 12 · (P − 1) below 16 ranks. From 16 ranks on the exchanges take two \
+         hops over a grid of ranks (rows, then columns; see the cost model): the hashes \
+         and the provider lists are received twice (once to forward), each payload with \
+         an 8-byte frame, and the length words come from a row and a column only \
+         (12 · (R + C − 2) bytes instead of 12 · (P − 1)). Within 2× of the unique name \
+         bytes as long as names average a few tens of bytes (short synthetic names like \
+         `f42` would give about 4×).{}",
         flat.join("; "),
         if mismatches.is_empty() {
             String::new()
