@@ -213,8 +213,8 @@ fn provenance_digest(path: &Path) -> Vec<String> {
 }
 
 #[test]
-fn every_detector_gives_the_same_labels_models_and_provenance_at_1_2_4_and_8_ranks_with_late_names(
-) {
+fn every_detector_gives_the_same_labels_models_and_provenance_at_1_2_4_and_8_ranks_with_late_names()
+{
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("subsets.toml");
     std::fs::write(&scenario, SUBSETS).unwrap();
@@ -270,7 +270,9 @@ fn every_detector_gives_the_same_labels_models_and_provenance_at_1_2_4_and_8_ran
                 Some(r) => {
                     assert_eq!(r.1, got.1, "{algorithm}: model at {np} ranks");
                     assert!(r.0 == got.0, "{algorithm}: labels at {np} ranks differ");
-                    if let Some(k) = (0..r.2.len().max(got.2.len())).find(|&k| r.2.get(k) != got.2.get(k)) {
+                    if let Some(k) =
+                        (0..r.2.len().max(got.2.len())).find(|&k| r.2.get(k) != got.2.get(k))
+                    {
                         panic!(
                             "{algorithm}: provenance at {np} ranks differs from 1 rank at row {k}:\n  {:?}\n  {:?}",
                             r.2.get(k),
