@@ -1,7 +1,8 @@
 //! Name agreement at scale: the bytes a rank receives to agree on names
 //! must not grow with the number of AD ranks that offer the same names
 //! (an allgather hands every rank P copies), and the global numbering,
-//! labels and models must not depend on the number of ranks. Measured by
+//! labels, models and provenance must not depend on the number of ranks,
+//! for every detector. Measured by
 //! the collectives' own byte counters (`collective_bytes_received_per_step`
 //! of the run summary), under mpirun with up to 16 AD ranks.
 
@@ -10,6 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use chimbuko_mpi::output::read::Provenance;
 use common::*;
 
 /// 16 streams whose every rank calls the same 3,000 functions.
@@ -137,8 +139,82 @@ rate = 0.01
 factor = 6
 "#;
 
+/// A performance model of `exchange` (28 µs plus its call depth), for the
+/// model detector.
+fn write_exchange_model(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("0000-exchange.json"),
+        r#"{"format": "chimbuko-mpi-model", "version": 1, "target": "exclusive_us",
+            "metrics": ["depth"], "rotation": [[1.0]],
+            "clusters": [{"centre": [], "terms": [{"function": "0", "weight": 28.0},
+                                                  {"function": "1 0 1", "weight": 1.0}]}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("index.json"),
+        r#"{"models": [{"function": "exchange", "file": "0000-exchange.json"}]}"#,
+    )
+    .unwrap();
+}
+
+/// What of a provenance file must not depend on the number of AD ranks:
+/// the records (sorted: their order follows the ranks), and the global
+/// tables — functions, statistics and final models, each histogram read
+/// through its row (where it lies in `ad_model_hist` is bookkeeping).
+fn provenance_digest(path: &Path) -> Vec<String> {
+    let p = Provenance::load(path).unwrap();
+    let mut out = Vec::new();
+    for (c, coll) in p.collections.iter().enumerate() {
+        let mut recs: Vec<String> = coll
+            .records
+            .iter()
+            .map(|r| {
+                format!(
+                    "{c} {} {} {} {} {} {} {:?} {:?} {} {}",
+                    r.rid,
+                    r.event_id.as_str(),
+                    r.func.as_str(),
+                    r.label,
+                    r.final_label,
+                    r.labelled_step,
+                    r.outlier_score.to_bits(),
+                    r.final_score.to_bits(),
+                    r.runtime_exclusive,
+                    r.model_row,
+                )
+            })
+            .collect();
+        recs.sort();
+        out.extend(recs);
+    }
+    out.extend(p.functions.iter().map(|f| format!("{f:?}")));
+    out.extend(p.func_stats.iter().map(|f| format!("{f:?}")));
+    let hist = |all: &[u64], start: u64, len: u32| -> Vec<u64> {
+        all[start as usize..start as usize + len as usize].to_vec()
+    };
+    for m in &p.ad_model {
+        let mut row = *m;
+        row.hist_start = 0;
+        out.push(format!(
+            "{row:?} {:?}",
+            hist(&p.ad_model_hist, m.hist_start, m.hist_len)
+        ));
+    }
+    for m in &p.model_params {
+        out.push(format!(
+            "{} {} {:?}",
+            m.io_step,
+            m.fid,
+            hist(&p.model_params_hist, m.hist_start, m.hist_len)
+        ));
+    }
+    out
+}
+
 #[test]
-fn every_detector_gives_the_same_labels_at_1_2_4_and_8_ranks_with_late_names() {
+fn every_detector_gives_the_same_labels_models_and_provenance_at_1_2_4_and_8_ranks_with_late_names()
+{
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("subsets.toml");
     std::fs::write(&scenario, SUBSETS).unwrap();
@@ -150,40 +226,59 @@ fn every_detector_gives_the_same_labels_at_1_2_4_and_8_ranks_with_late_names() {
             .arg("--out")
             .arg(&data),
     );
-    for algorithm in ["modal", "sstd", "hbos", "copod"] {
-        let mut reference: Option<(Vec<String>, String)> = None;
+    let models = dir.path().join("models");
+    write_exchange_model(&models);
+    for algorithm in ["modal", "sstd", "hbos", "copod", "model"] {
+        let mut reference: Option<(Vec<String>, String, Vec<String>)> = None;
         for np in [1usize, 2, 4, 8] {
             let labels = dir.path().join(format!("{algorithm}-{np}"));
             let sum = dir.path().join(format!("{algorithm}-{np}.json"));
-            run_ok(
-                mpirun(np)
-                    .arg(exe())
-                    .args([
-                        "run",
-                        "--quiet",
-                        "--no-provenance",
-                        "--algorithm",
-                        algorithm,
-                    ])
-                    .arg("--input")
-                    .arg(data.join("tau-metrics-subsets-{rank}.bp"))
-                    .arg("--labels-out")
-                    .arg(&labels)
-                    .arg("--summary-out")
-                    .arg(&sum),
-            );
+            let out = dir.path().join(format!("{algorithm}-{np}.h5"));
+            let mut cmd = mpirun(np);
+            cmd.arg(exe())
+                .args(["run", "--quiet", "--algorithm", algorithm])
+                .arg("--input")
+                .arg(data.join("tau-metrics-subsets-{rank}.bp"))
+                .arg("--labels-out")
+                .arg(&labels)
+                .arg("--summary-out")
+                .arg(&sum)
+                .arg("--out")
+                .arg(&out)
+                // Several writes of the global tables: rows of new and
+                // changed functions only.
+                .args(["--flush-steps", "2"]);
+            if algorithm == "model" {
+                cmd.arg("--models").arg(&models);
+            }
+            run_ok(&mut cmd);
             let s: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&sum).unwrap()).unwrap();
             let got = (
                 sorted_labels(&labels),
                 s["model_digest"].as_str().unwrap().to_owned(),
+                provenance_digest(&out),
             );
             assert!(got.0.len() > 10_000, "{algorithm}: {} labels", got.0.len());
+            assert!(
+                got.2.len() > 2_000,
+                "{algorithm}: {} provenance rows",
+                got.2.len()
+            );
             match &reference {
                 None => reference = Some(got),
                 Some(r) => {
                     assert_eq!(r.1, got.1, "{algorithm}: model at {np} ranks");
                     assert!(r.0 == got.0, "{algorithm}: labels at {np} ranks differ");
+                    if let Some(k) =
+                        (0..r.2.len().max(got.2.len())).find(|&k| r.2.get(k) != got.2.get(k))
+                    {
+                        panic!(
+                            "{algorithm}: provenance at {np} ranks differs from 1 rank at row {k}:\n  {:?}\n  {:?}",
+                            r.2.get(k),
+                            got.2.get(k)
+                        );
+                    }
                 }
             }
         }

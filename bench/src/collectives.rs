@@ -1,20 +1,22 @@
-//! Collective scaling: time and payload of the collectives per step
-//! (agreement on names, model reduction, status exchange) versus the number
-//! of functions, on 1, 2 and 4 AD ranks, with SSTD and modal; each case is a
-//! generated scenario of `n` leaf functions under one loop, and the run with
-//! the median collective time of three (one with `--quick`) is reported. Then
-//! a cost model, `t(P) = log2(P) · (α · calls + β · bytes)` per step, fitted
-//! by least squares with both constants non-negative to the communication
-//! time (the time on P ranks minus the time on 1 rank), and its predictions
-//! for 1,000 and 10,000 AD ranks.
+//! Collective scaling: what the collectives of a step (agreement on names,
+//! model reduction, status exchange) cost as functions and AD ranks grow.
+//!
+//! Three parts: (1) time per step versus the number of functions on 1, 2
+//! and 4 AD ranks, with SSTD and modal (a generated scenario of `n` leaf
+//! functions under one loop, 40 steps; the run with the median collective
+//! time of three, one with `--quick`); (2) the byte sweep ([`crate::sweep`]):
+//! bytes sent and received per rank from 2 to 64 AD ranks; (3) the cost
+//! model ([`crate::costmodel`]) fitted to the 2-rank times of (1) and
+//! projected, with the bytes of (2), to 10^3 … 10^5 AD ranks, with the
+//! fitted constants and with a cluster interconnect's.
 
 use std::fmt::Write as _;
-use std::process::Command;
 
-use anyhow::bail;
-
+use crate::costmodel::{self, fit_nonnegative, Net, Payload, CLUSTER};
 use crate::harness::{f, num, timing, Bench};
 use crate::plot;
+use crate::probe::ALLREDUCE_BYTES;
+use crate::sweep::Sweep;
 
 /// Steps of the collective-scaling scenarios: enough that the one-time
 /// agreement on names (first step) and the ranks' different start-up are a
@@ -22,8 +24,7 @@ use crate::plot;
 const COLLECTIVE_STEPS: usize = 40;
 
 /// A scenario with `n` leaf functions under one loop.
-fn functions_scenario(b: &Bench, n: usize) -> anyhow::Result<String> {
-    let path = b.work.join(format!("functions-{n}.toml"));
+fn functions_scenario(n: usize) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -48,46 +49,38 @@ fn functions_scenario(b: &Bench, n: usize) -> anyhow::Result<String> {
             "[[function]]\nname = \"f{i}\"\nruntime = {{ dist = \"normal\", mean = 20, std = 2 }}"
         );
     }
-    std::fs::write(&path, t)?;
-    Ok(path.display().to_string())
+    t
 }
 
-/// Section 3: Collective time and bytes per step versus functions and AD ranks, and
-/// a cost model.
+/// One case of the time table (the median run of its repeats).
+struct Timed {
+    n: usize,
+    np: usize,
+    alg: &'static str,
+    /// Seconds per step of agree + reduce + status (slowest rank).
+    seconds: f64,
+    calls: f64,
+    /// Reduction and status bytes per step (sent = received).
+    payload: f64,
+    /// Agreement bytes received per step (averaged over the steps).
+    agree_received: f64,
+    cells: Vec<String>,
+}
+
+/// Section: collective time and bytes versus functions and AD ranks, and
+/// the cost model.
 pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
     let sizes: &[usize] = if b.quick {
         &[100, 1000]
     } else {
         &[100, 1000, 10000]
     };
-    let mut rows = Vec::new();
-    // (P, calls, bytes, communication seconds) for the cost model; the
-    // communication time is the time on P ranks minus the time on 1 rank
-    // (which is the model update alone, no messages).
-    let mut points: Vec<(f64, f64, f64, f64)> = Vec::new();
-    let mut single: std::collections::HashMap<(usize, &str), f64> = Default::default();
+    let mut cases: Vec<Timed> = Vec::new();
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for &np in &[1usize, 2, 4] {
         let mut line = Vec::new();
         for &n in sizes {
-            let scen = functions_scenario(b, n)?;
-            let name = format!("functions-{n}");
-            let dir = b.work.join("data").join(&name);
-            // The scenario's text, so that a changed scenario is regenerated.
-            let key = std::fs::read_to_string(&scen)?;
-            if std::fs::read_to_string(dir.join(".args")).ok().as_deref() != Some(key.as_str()) {
-                let _ = std::fs::remove_dir_all(&dir);
-                let out = Command::new(&b.bin)
-                    .arg("synth")
-                    .arg(&scen)
-                    .arg("--out")
-                    .arg(&dir)
-                    .output()?;
-                if !out.status.success() {
-                    bail!("synth {name}: {}", String::from_utf8_lossy(&out.stderr));
-                }
-                std::fs::write(dir.join(".args"), key)?;
-            }
+            let dir = b.synth_text(&format!("functions-{n}"), &functions_scenario(n))?;
             let input = dir
                 .join(format!("tau-metrics-fn{n}-{{rank}}.bp"))
                 .display()
@@ -108,6 +101,9 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                             "--no-provenance".into(),
                             "--algorithm".into(),
                             alg.into(),
+                            // Not the empty iteration that finds the end.
+                            "--max-steps".into(),
+                            COLLECTIVE_STEPS.to_string(),
                         ],
                     )?;
                     let s = &r.summary;
@@ -123,25 +119,35 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                 let (t, steps, r) = &runs[runs.len() / 2];
                 let (t, steps) = (*t, *steps);
                 let s = &r.summary;
-                let bytes = &s["collective_bytes_per_step"];
-                let total_bytes =
-                    num(&bytes["agree"]) + num(&bytes["reduce"]) + num(&bytes["status"]);
-                let calls = num(&s["collective_calls_per_step"]);
-                let got = &s["collective_bytes_received_per_step"];
-                rows.push(vec![
-                    n.to_string(),
-                    np.to_string(),
-                    alg.to_string(),
-                    f(timing(s, "agree") / steps * 1e3, 3),
-                    f(timing(s, "reduce") / steps * 1e3, 3),
-                    f(timing(s, "status") / steps * 1e3, 3),
-                    f(t * 1e3, 3),
-                    f(num(&bytes["agree"]), 0),
-                    f(num(&got["agree"]), 0),
-                    f(num(&bytes["reduce"]), 0),
-                    f(num(&got["reduce"]), 0),
-                    f(total_bytes / n as f64, 1),
-                ]);
+                let (out, got) = (
+                    &s["collective_bytes_per_step"],
+                    &s["collective_bytes_received_per_step"],
+                );
+                let ms = |phase: &str| f(timing(s, phase) / steps * 1e3, 3);
+                cases.push(Timed {
+                    n,
+                    np,
+                    alg,
+                    seconds: t,
+                    calls: num(&s["collective_calls_per_step"]),
+                    payload: num(&out["reduce"]) + num(&out["status"]),
+                    agree_received: num(&got["agree"]),
+                    cells: vec![
+                        n.to_string(),
+                        if np > 2 {
+                            format!("{np} (oversubscribed)")
+                        } else {
+                            np.to_string()
+                        },
+                        alg.to_string(),
+                        ms("agree"),
+                        ms("reduce"),
+                        ms("status"),
+                        f(t * 1e3, 3),
+                        f(num(&out["reduce"]), 0),
+                        f(num(&s["collective_calls_per_step"]), 1),
+                    ],
+                });
                 if alg == "modal" {
                     line.push((n as f64, t * 1e3));
                 }
@@ -153,29 +159,57 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                         t * 1e3 < 1.0,
                     );
                 }
-                if np == 1 {
-                    single.insert((n, alg), t);
-                } else {
-                    let comm = (t - single.get(&(n, alg)).copied().unwrap_or(0.0)).max(0.0);
-                    points.push((np as f64, calls, total_bytes, comm));
-                }
             }
         }
         series.push((format!("{np} AD rank(s), modal"), line));
     }
+    // Communication: the time on P ranks less the 1-rank time of the same
+    // case (the model update and the agreement's bookkeeping, no messages).
+    let single = |c: &Timed| {
+        cases
+            .iter()
+            .find(|o| o.np == 1 && o.n == c.n && o.alg == c.alg)
+            .map_or(0.0, |o| o.seconds)
+    };
+    let (fitted, probe_rows) = allreduce_fit(b)?;
+    let rows: Vec<Vec<String>> = cases
+        .iter()
+        .map(|c| {
+            let mut r = c.cells.clone();
+            if c.np == 1 {
+                r.extend(["—".to_string(), "—".to_string()]);
+            } else {
+                let model = costmodel::step_seconds(
+                    c.np as f64,
+                    c.calls,
+                    c.payload,
+                    c.agree_received,
+                    fitted,
+                );
+                r.push(f((c.seconds - single(c)) * 1e3, 3));
+                r.push(f(model * 1e3, 3));
+            }
+            r
+        })
+        .collect();
     b.section(
         "Collective scaling",
         &format!(
-            "Time and payload of the collectives per step (agreement on names, model reduction, \
-         status exchange; slowest rank) versus the number of functions, on 1, 2 and 4 AD ranks \
-         of this 2-core machine (4 ranks are oversubscribed, so their times include waiting \
-         for a core); the run with the median time of three. Bytes are what one rank \
-         contributes (sent) and what is delivered to it (received: other ranks' \
-         contributions to a gather or an all-to-all, the result of a reduction) per step \
-         (largest rank), averaged over the {COLLECTIVE_STEPS} steps (the names travel in \
-         the first step: hashes to owner ranks, then the union once, so the received bytes \
-         of the agreement stay near the unique names' size whatever the rank count). No 16-core machine was \
-         available for these measurements, so there are no 4/8/16-rank numbers from real cores."
+            "**Time per step.** The collectives of a step (agreement on names, model \
+             reduction, status exchange; slowest rank, per step, averaged over \
+             {COLLECTIVE_STEPS} steps) versus the number of functions, on 1, 2 and 4 AD ranks \
+             of this 2-core machine, 4 application ranks, every function called in every \
+             step; the run with the median time of three. 4 AD ranks are oversubscribed (2 \
+             per core): their times include waiting for a core. No machine with more cores \
+             was available, so there are no times from more ranks on real cores; the byte \
+             sweep below goes to 64 ranks, where the byte counts are exact. `comm` is the \
+             time less the 1-rank time of the same case (which is the model update and the \
+             agreement's bookkeeping, no messages; the rows of one case differ by more than \
+             that when this shared machine's speed changes between runs, or when the model \
+             update of a detector, which the collective waits for, is uneven over ranks); \
+             `model` is the cost model below with the constants fitted to this machine's \
+             allreduce. The reduction's bytes (sent = received) grow with the functions, not \
+             with the ranks; the agreement's bytes are in the sweep."
         ),
     );
     b.table(
@@ -187,11 +221,10 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
             "reduce ms",
             "status ms",
             "total ms/step",
-            "agree B sent/step",
-            "agree B received/step",
-            "reduce B sent/step",
-            "reduce B received/step",
-            "B/function/step",
+            "reduce B/step",
+            "calls/step",
+            "comm ms/step",
+            "model ms/step",
         ],
         &rows,
     );
@@ -204,134 +237,289 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
         &series,
     )?;
     b.image("collectives.png", "collective time vs functions");
-    // Cost model: t = log2(P) * (alpha * calls + beta * bytes), fitted by
-    // least squares on the 2- and 4-rank points, both constants >= 0.
-    let xyt: Vec<(f64, f64, f64)> = points
+    let sweep = crate::sweep::sweep(b)?;
+    let update = cases
         .iter()
-        .map(|&(p, calls, bytes, t)| (p.log2() * calls, p.log2() * bytes, t))
+        .filter(|c| c.np == 1 && c.alg == "modal")
+        .max_by_key(|c| c.n)
+        .map(|c| (c.n, c.seconds));
+    projection(b, &sweep, fitted, &probe_rows, update)
+}
+
+/// Times one allreduce of 8 B … 4 MB on 2 and 4 ranks (the allreduce
+/// probe) and fits α and β to the 2-rank times (real cores; 4 ranks are
+/// oversubscribed): least squares on the relative error, both ≥ 0, of the
+/// 2-rank model `α + β·m` (recursive doubling: one round). Returns the
+/// constants and the rows of the probe's table.
+fn allreduce_fit(b: &mut Bench) -> anyhow::Result<(Net, Vec<Vec<String>>)> {
+    let out = b.work.join("allreduce-probe.jsonl");
+    let _ = std::fs::remove_file(&out);
+    let exe = std::env::current_exe()?;
+    for p in [2usize, 4] {
+        let mut c = b.mpirun(p);
+        c.arg(&exe).args(["probe", "allreduce"]).arg(&out);
+        let o = c.output()?;
+        anyhow::ensure!(
+            o.status.success(),
+            "allreduce probe on {p} ranks: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let mut t = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(&out)?.lines() {
+        let v: serde_json::Value = serde_json::from_str(line)?;
+        t.insert(
+            (num(&v["p"]) as usize, num(&v["bytes"]) as usize),
+            num(&v["seconds"]),
+        );
+    }
+    let points: Vec<(f64, f64, f64)> = ALLREDUCE_BYTES
+        .iter()
+        .filter_map(|&m| t.get(&(2, m)).map(|&s| (1.0 / s, m as f64 / s, 1.0)))
         .collect();
-    let (alpha, beta) = fit_nonnegative(&xyt);
-    let per_step =
-        |p: f64, calls: f64, bytes: f64, a: f64, bt: f64| p.log2() * (a * calls + bt * bytes);
-    // Payload at 1,000 / 10,000 functions from the measurements (modal).
-    let at = |n: usize| {
-        rows.iter()
-            .find(|r| r[0] == n.to_string() && r[2] == "modal" && r[1] == "2")
-            .map(|r| r[9].parse::<f64>().unwrap_or(0.0) * n as f64)
-            .unwrap_or(0.0)
-    };
-    let calls = points.first().map_or(10.0, |p| p.1);
-    let mut model_rows = Vec::new();
-    for n in [1000usize, 10000] {
-        let bytes = at(n);
-        if bytes == 0.0 {
+    let (alpha, beta) = fit_nonnegative(&points);
+    let net = Net { alpha, beta };
+    let us = |v: Option<&f64>| v.map_or("—".into(), |s| f(s * 1e6, 2));
+    let rows = ALLREDUCE_BYTES
+        .iter()
+        .map(|&m| {
+            vec![
+                m.to_string(),
+                us(t.get(&(2, m))),
+                f(costmodel::allreduce(2.0, m as f64, net) * 1e6, 2),
+                us(t.get(&(4, m))),
+                f(costmodel::allreduce(4.0, m as f64, net) * 1e6, 2),
+            ]
+        })
+        .collect();
+    Ok((net, rows))
+}
+
+/// The measured payload of `n` functions: the reduction at the largest
+/// bytes per function the sweep measured (the modal detector's payload
+/// per function grows with the distinct runtimes it has seen, so it varies
+/// a little between the scenarios), and the agreement's bytes and the
+/// calls per step of `n` functions, scaled from the largest measured count
+/// below `n` (or the smallest above it) where `n` itself was not measured
+/// (`--quick`).
+fn payload(s: &Sweep, n: usize) -> Option<(Payload, usize)> {
+    let from = s
+        .sizes
+        .iter()
+        .rev()
+        .find(|&&m| m <= n)
+        .or(s.sizes.first())
+        .copied()?;
+    let k = n as f64 / from as f64;
+    let pmax = *s.ranks.last()?;
+    let run = s.run_of(from)?;
+    let agree = s.agree(from, pmax)?;
+    let per_function = reduce_per_function(s);
+    Some((
+        Payload {
+            reduce: per_function * (n + 2) as f64 + run.status_received,
+            calls_first: run.calls,
+            agree: (agree.received_max - costmodel::agree_overhead(pmax as f64)).max(0.0) * k,
+        },
+        from,
+    ))
+}
+
+/// The largest reduction bytes per function of the sweep's runs (their
+/// functions include the wrapper and the loop).
+fn reduce_per_function(s: &Sweep) -> f64 {
+    s.sizes
+        .iter()
+        .filter_map(|&m| s.run_of(m).map(|r| r.reduce_sent / (m + 2) as f64))
+        .fold(0.0, f64::max)
+}
+
+/// The cost model's note, the projection table and the targets.
+fn projection(
+    b: &mut Bench,
+    s: &Sweep,
+    fitted: Net,
+    probe_rows: &[Vec<String>],
+    update: Option<(usize, f64)>,
+) -> anyhow::Result<()> {
+    let pmax = *s.ranks.last().unwrap_or(&2);
+    let mut rows = Vec::new();
+    let mut at_target = None;
+    let per_function = reduce_per_function(s);
+    for n in [1000usize, 10_000, 100_000] {
+        let Some((pay, from)) = payload(s, n) else {
             continue;
-        }
-        let update = single.get(&(n, "modal")).copied().unwrap_or(0.0);
-        for p in [1000.0f64, 10000.0] {
-            model_rows.push(vec![
-                n.to_string(),
-                f(p, 0),
-                f(bytes, 0),
-                f(update * 1e3, 3),
-                f((update + per_step(p, calls, bytes, alpha, beta)) * 1e3, 3),
-                f((update + per_step(p, calls, bytes, 2e-6, 1e-10)) * 1e3, 3),
+        };
+        for p in [1000usize, 10_000, 100_000] {
+            let pf = p as f64;
+            let ms = |v: f64| f(v * 1e3, 3);
+            rows.push(vec![
+                if from == n {
+                    n.to_string()
+                } else {
+                    format!("{n} (scaled from {from})")
+                },
+                p.to_string(),
+                f(pay.reduce, 0),
+                f(pay.agree + costmodel::agree_overhead(pf), 0),
+                ms(pay.first(pf, fitted)),
+                ms(pay.later(pf, fitted)),
+                ms(pay.first(pf, CLUSTER)),
+                ms(pay.first_linear(pf, CLUSTER)),
+                ms(pay.later(pf, CLUSTER)),
             ]);
+            if (n, p) == (10_000, 10_000) {
+                at_target = Some((pay, from));
+            }
         }
     }
-    b.note(&format!(
-        "Cost model. Every collective we use (allreduce, the all-to-alls and allgather of the \
-         name agreement, exclusive scan, \
-         the barrier that ends the read phase) is modelled as a recursive-doubling exchange: \
-         per step `t(P) = log2(P) · (α · c + β · m)`, with `c` ≈ {calls:.0} collective calls \
-         per step (the barrier's time counts as reading, so the fit slightly underestimates \
-         α) and `m` the bytes one rank \
-         contributes per step (the payload grows with the number of functions, not with \
-         events, ranks or steps). The communication time of a point is its time minus the \
-         1-rank time of the same case (the model update, which does not depend on P). Least \
-         squares with both constants ≥ 0 on the 2- and 4-rank points give α = {:.2} µs per call{} and β = {:.3} ns per \
-         byte on this machine's shared memory (the 4-rank points are oversubscribed, so both \
-         are pessimistic). The predictions add the measured model-update time of 1 rank. For a cluster interconnect we also show α = 2 µs, \
-         β = 0.1 ns/B (10 GB/s). Assumptions: the payload per rank does not grow with P (true \
-         for the reduction, which covers only the step's active functions; the name \
-         agreement delivers each rank the union of the step's new names once, plus 8 bytes \
-         per name it owns or provides, whatever P — see the received bytes above); \
-         no contention between the AD and the application.",
-        alpha * 1e6,
-        if alpha == 0.0 {
-            " (below what these points resolve: the payload term explains them alone)"
+    let mut text = format!(
+        "**Cost model.** Per step a rank makes `c` collective calls (measured: the run \
+         summary's calls per step). The one that carries the payload `m` (model reduction \
+         and status vector, sent = received) is an allreduce costed as the cheaper of \
+         recursive doubling, `log2(P)·(α + β·m)`, and Rabenseifner's reduce-scatter + \
+         allgather, `2·log2(P)·α + 2·β·m·(P−1)/P` (the large payloads); every other call \
+         costs `log2(P)·α`; the agreement adds `β·R` for the `R` bytes a rank receives. So \
+         per step `t(P) = allreduce(P, m) + (c − 1)·log2(P)·α + β·R`. A step in which some \
+         rank has a new name makes {extra} more calls than a later one (two all-to-alls of \
+         counts, two `MPI_Alltoallv` of hashes, the allgather of lengths, the \
+         `MPI_Allgatherv` of the union, the check) and receives the union of the names; a \
+         later step's agreement is one 8-byte allreduce. `log2(P)·α` is right for the \
+         allreduces and the all-to-alls of 4-byte counts (recursive doubling, Bruck), not \
+         for the two `MPI_Alltoallv` and the `MPI_Allgatherv` of a large union: MPI \
+         libraries run those as linear or pairwise exchanges (Open MPI and MPICH have no \
+         logarithmic `MPI_Alltoallv`) and a ring or neighbour exchange, one message per \
+         other rank of the communicator. So from 16 AD ranks on the agreement runs them in \
+         two hops over an R × C grid of ranks (R · C = P, the most square factorisation; \
+         `collectives/routed.rs`): along rows, then along columns, `(R − 1) + (C − 1)` \
+         messages per exchange instead of `P − 1` (198 instead of 9,999 at 10^4 ranks), \
+         each hash crossing two links (the sweep's received bytes include the second hop). \
+         The `linear` column charges the three exchanges that many latencies (exact for \
+         pairwise and ring; an upper bound for the linear exchange, whose messages overlap); \
+         the other columns are what log-latency algorithms (Bruck) would give. \
+         **Fit.** α and β are fitted to the time of one allreduce (the library's \
+         `allreduce_sum`, the fastest of three batches, slowest rank; table below) of 8 B … \
+         4 MB on 2 ranks, the only count on real cores, where the model is `α + β·m`: \
+         least squares on the relative error, both constants ≥ 0, give α = {:.2} µs and \
+         β = {:.3} ns/B ({:.1} GB/s) on this machine's shared memory{}. The 4-rank times \
+         (oversubscribed: 2 ranks per core) are shown against the model, not fitted. \
+         **Projection** to 10^3 … 10^5 AD ranks of the collective time per step, with these \
+         constants and with a cluster interconnect's, α = 2 µs and β = 0.1 ns/B (10 \
+         GB/s). Assumptions: the bytes per rank per step are those the sweep measured \
+         (default detector, modal): the agreement's at {pmax} AD ranks, which do not grow \
+         with P except for its length words, 12 bytes per other rank (added), and the \
+         reduction's at the largest bytes per function measured ({per_function:.0} B), which do not \
+         depend on P; every function is \
+         active in every step (the SPMD worst case the sweep measures; with a fraction f \
+         active the reduction payload shrinks almost by f, all but the active-set bitset \
+         of n/8 bytes); the calls per step are the sweep's; α and β do not depend on P (no \
+         topology, no congestion, no contention with the application's traffic). The \
+         model update itself (the reduction's computation, in the 1-rank rows of the time \
+         table{}) does not depend on P and comes on top of these times.",
+        fitted.alpha * 1e6,
+        fitted.beta * 1e9,
+        if fitted.beta > 0.0 {
+            1.0 / fitted.beta / 1e9
+        } else {
+            f64::INFINITY
+        },
+        if fitted.alpha == 0.0 {
+            " (α below what these points resolve: the payload term explains them alone)"
         } else {
             ""
         },
-        beta * 1e9
-    ));
+        update.map_or(String::new(), |(n, t)| format!(
+            ": {:.1} ms per step for modal at {n} functions",
+            t * 1e3
+        )),
+        extra = costmodel::AGREE_EXTRA_CALLS,
+    );
+    if let Some((pay, from)) = at_target {
+        let first = pay.first(1e4, CLUSTER);
+        let linear = pay.first_linear(1e4, CLUSTER);
+        let later = pay.later(1e4, CLUSTER);
+        // Bruck's all-to-all forwards each block about log2(P)/2 times:
+        // the hash exchange (8 bytes per offered name) is the large one.
+        let hashes = 8.0 * (10_000.0 + 2.0);
+        let bruck = CLUSTER.beta * hashes * (1e4f64.log2() / 2.0 - 1.0);
+        let scaled = if from == 10_000 {
+            String::new()
+        } else {
+            format!(" (bytes scaled from {from} functions)")
+        };
+        let _ = write!(
+            text,
+            " At 10^4 ranks and 10^4 functions on the cluster interconnect{scaled}: {:.2} ms \
+             per step without new names; a step in which every name is new takes {:.2} ms \
+             with log-latency algorithms (Bruck's forwarding of the 8-byte name hashes, left \
+             out of the model, would add {:.3} ms) and {:.1} ms with linear ones over the \
+             100 × 100 grid (3 × 198 message latencies; 3 × 9,999 without the grid would be \
+             about 60 ms).",
+            later * 1e3,
+            first * 1e3,
+            bruck * 1e3,
+            linear * 1e3,
+        );
+        b.target(
+            "projected collective time per step without new names, 10^4 AD ranks, 10^4 \
+             functions, 2 µs / 10 GB/s",
+            "< 10 ms",
+            format!("{:.2} ms{scaled}", later * 1e3),
+            later < 0.010,
+        );
+        b.target(
+            "projected collective time of a step in which every name is new, 10^4 AD ranks, \
+             10^4 functions, 2 µs / 10 GB/s",
+            "< 10 ms",
+            format!(
+                "{:.2} ms with log-latency all-to-allv and allgatherv; {:.1} ms with \
+                 linear ones over the two-hop grid (198 messages each){scaled}",
+                first * 1e3,
+                linear * 1e3
+            ),
+            linear < 0.010,
+        );
+    }
+    b.note(&text);
+    b.table(
+        &[
+            "allreduce B",
+            "2 ranks µs",
+            "model µs",
+            "4 ranks µs (oversubscribed)",
+            "model µs",
+        ],
+        probe_rows,
+    );
+    b.note("Projected collective time per step:");
     b.table(
         &[
             "functions",
             "AD ranks P",
-            "bytes/rank/step",
-            "model update ms/step (1 rank)",
-            "predicted ms/step (fit here)",
-            "predicted ms/step (α 2 µs, β 0.1 ns/B)",
+            "reduce + status B/rank/step",
+            "agree B received/rank (all names new)",
+            "all names new ms (fit here)",
+            "later step ms (fit here)",
+            "all names new ms (2 µs, 10 GB/s)",
+            "all names new, linear ms (2 µs, 10 GB/s)",
+            "later step ms (2 µs, 10 GB/s)",
         ],
-        &model_rows,
+        &rows,
     );
+    // The agreement target: received bytes within 2× of the unique name
+    // bytes at the largest rank count, for every function count.
+    let worst = s
+        .sizes
+        .iter()
+        .filter_map(|&n| s.agree(n, pmax).map(|a| (a.received_max / s.unique[&n], n)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((ratio, n)) = worst {
+        b.target(
+            &format!("name agreement: bytes received per rank at {pmax} AD ranks"),
+            "within 2× of the unique name bytes",
+            format!("{ratio:.2}× (worst case: {n} functions)"),
+            ratio <= 2.0,
+        );
+    }
     Ok(())
-}
-
-/// Least squares for `t ≈ a·x + b·y` with `a, b ≥ 0`: the unconstrained
-/// solution if it is non-negative, otherwise the better of the two
-/// one-constant fits (a negative per-call latency or per-byte cost is
-/// measurement noise, not a property of the machine).
-fn fit_nonnegative(points: &[(f64, f64, f64)]) -> (f64, f64) {
-    let (mut sxx, mut sxy, mut syy, mut sxt, mut syt, mut stt) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for &(x, y, t) in points {
-        sxx += x * x;
-        sxy += x * y;
-        syy += y * y;
-        sxt += x * t;
-        syt += y * t;
-        stt += t * t;
-    }
-    let residual = |a: f64, b: f64| {
-        stt - 2.0 * (a * sxt + b * syt) + a * a * sxx + 2.0 * a * b * sxy + b * b * syy
-    };
-    let det = sxx * syy - sxy * sxy;
-    if det.abs() > 0.0 {
-        let (a, b) = ((sxt * syy - syt * sxy) / det, (sxx * syt - sxy * sxt) / det);
-        if a >= 0.0 && b >= 0.0 {
-            return (a, b);
-        }
-    }
-    let only_a = (if sxx > 0.0 { (sxt / sxx).max(0.0) } else { 0.0 }, 0.0);
-    let only_b = (0.0, if syy > 0.0 { (syt / syy).max(0.0) } else { 0.0 });
-    if residual(only_a.0, only_a.1) <= residual(only_b.0, only_b.1) {
-        only_a
-    } else {
-        only_b
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fit_nonnegative;
-
-    #[test]
-    fn the_cost_fit_recovers_exact_constants() {
-        let points: Vec<(f64, f64, f64)> = [(1.0, 100.0), (2.0, 50.0), (3.0, 400.0)]
-            .iter()
-            .map(|&(x, y)| (x, y, 2.0 * x + 0.5 * y))
-            .collect();
-        let (a, b) = fit_nonnegative(&points);
-        assert!((a - 2.0).abs() < 1e-9 && (b - 0.5).abs() < 1e-9, "{a} {b}");
-    }
-
-    #[test]
-    fn the_cost_fit_never_reports_a_negative_constant() {
-        // Unconstrained least squares gives a < 0 here.
-        let points = [(1.0, 10.0, 5.0), (2.0, 10.0, 4.0), (1.0, 20.0, 10.0)];
-        let (a, b) = fit_nonnegative(&points);
-        assert_eq!(a, 0.0);
-        assert!((b - 290.0 / 600.0).abs() < 1e-12, "{b}");
-    }
 }

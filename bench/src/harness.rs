@@ -96,6 +96,31 @@ impl Bench {
         Ok(dir)
     }
 
+    /// Writes the scenario `text` to `work/<name>.toml` and runs `synth` on
+    /// it into `work/data/<name>`, unless that directory holds the streams
+    /// of the same text already.
+    pub(crate) fn synth_text(&self, name: &str, text: &str) -> anyhow::Result<PathBuf> {
+        let scen = self.work.join(format!("{name}.toml"));
+        let dir = self.work.join("data").join(name);
+        if std::fs::read_to_string(dir.join(".args")).ok().as_deref() == Some(text) {
+            return Ok(dir);
+        }
+        std::fs::write(&scen, text)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = Command::new(&self.bin)
+            .arg("synth")
+            .arg(&scen)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .context("running synth")?;
+        if !out.status.success() {
+            bail!("synth {name}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::fs::write(dir.join(".args"), text)?;
+        Ok(dir)
+    }
+
     pub(crate) fn run(&self, np: usize, args: &[String]) -> anyhow::Result<Run> {
         let sum = self.work.join("summary.json");
         let _ = std::fs::remove_file(&sum);

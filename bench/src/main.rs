@@ -7,18 +7,24 @@
 //! `scripts/bench.sh` builds and runs it; `scripts/bench.sh --quick` is the
 //! small variant CI runs: it checks that every section runs and that the
 //! detection quality stays above the engine's bars (no assertion on time).
+//! `chimbuko-bench probe ...` is not for people: the collective-scaling
+//! section runs it under mpirun (see `probe.rs`).
 
 mod collectives;
+mod costmodel;
 mod harness;
 mod latency;
+mod manyfuncs;
 mod memory;
 mod model;
 mod plot;
+mod probe;
 mod quality;
 mod reader;
 mod reduction;
 mod report;
 mod ross;
+mod sweep;
 mod throughput;
 
 use std::path::PathBuf;
@@ -29,9 +35,9 @@ use clap::Parser;
 
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
-    collectives::collectives, latency::latency, memory::memory, model::model_section,
-    quality::quality, reader::reader, reduction::reduction, report::report_section,
-    ross::ross_section, throughput::throughput,
+    collectives::collectives, latency::latency, manyfuncs::manyfuncs, memory::memory,
+    model::model_section, quality::quality, reader::reader, reduction::reduction,
+    report::report_section, ross::ross_section, throughput::throughput,
 };
 
 #[derive(Parser)]
@@ -50,11 +56,17 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (reader, throughput, latency, collectives,
-    /// memory, reduction, quality, ross, model, report); default all.
+    /// memory, manyfuncs, reduction, quality, ross, model, report);
+    /// default all.
     #[arg(long)]
     only: Vec<String>,
 }
 fn main() -> anyhow::Result<()> {
+    // The MPI probes the collective-scaling section runs under mpirun.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("probe") {
+        return probe::main(&argv[2..]);
+    }
     let a = Args::parse();
     let root = std::env::current_dir()?;
     let img = a.docs.join("img");
@@ -74,12 +86,13 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 10] = [
+    let sections: [(&str, Section); 11] = [
         ("reader", reader),
         ("throughput", throughput),
         ("latency", latency),
         ("collectives", collectives),
         ("memory", memory),
+        ("manyfuncs", manyfuncs),
         ("reduction", reduction),
         ("quality", quality),
         ("ross", ross_section),

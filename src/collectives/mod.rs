@@ -19,7 +19,10 @@ use crate::detect::Wire;
 use crate::events::names::NameKey;
 
 mod names;
+mod routed;
+
 pub use names::name_hash;
+pub use routed::grid_shape;
 
 /// This program's own communicator (the AD ranks, or the ranks of an
 /// application using these collectives).
@@ -42,6 +45,9 @@ pub struct Collectives {
     sent: std::cell::Cell<u64>,
     received: std::cell::Cell<u64>,
     calls: std::cell::Cell<u64>,
+    /// The grid of the two-hop exchanges, made on first use (see
+    /// `routed.rs`); `None` where P has no useful grid.
+    grid: std::cell::OnceCell<Option<routed::Grid>>,
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
 }
@@ -68,6 +74,7 @@ impl Collectives {
             sent: std::cell::Cell::new(0),
             received: std::cell::Cell::new(0),
             calls: std::cell::Cell::new(0),
+            grid: std::cell::OnceCell::new(),
             _universe: universe,
         })
     }
@@ -157,14 +164,19 @@ impl Collectives {
     /// rank sent to this one, in rank order (collective; `to` has one entry
     /// per rank).
     pub fn all_to_all_bytes(&self, to: &[Vec<u8>]) -> Vec<Vec<u8>> {
-        let n = self.size();
+        self.all_to_all_on(&self.world, to)
+    }
+
+    /// [`Collectives::all_to_all_bytes`] over communicator `comm` (ranks
+    /// and `to` are `comm`'s).
+    fn all_to_all_on(&self, comm: &SimpleCommunicator, to: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let n = comm.size() as usize;
         let send_lens: Vec<Count> = (0..n)
             .map(|r| to.get(r).map_or(0, |v| v.len() as Count))
             .collect();
         let mut recv_lens = vec![0 as Count; n];
-        self.world
-            .all_to_all_into(&send_lens[..], &mut recv_lens[..]);
-        let me = self.rank();
+        comm.all_to_all_into(&send_lens[..], &mut recv_lens[..]);
+        let me = comm.rank() as usize;
         let len_bytes = std::mem::size_of::<Count>();
         let sent: usize = send_lens
             .iter()
@@ -204,7 +216,7 @@ impl Collectives {
         {
             let part = Partition::new(&send[..send_total], &send_lens[..], &sd[..]);
             let mut rpart = PartitionMut::new(&mut recv[..recv_total], &recv_lens[..], &rd[..]);
-            self.world.all_to_all_varcount_into(&part, &mut rpart);
+            comm.all_to_all_varcount_into(&part, &mut rpart);
         }
         recv_lens
             .iter()
@@ -215,10 +227,15 @@ impl Collectives {
 
     /// Every rank's bytes, in rank order.
     pub fn allgather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
-        let n = self.size();
+        self.allgather_on(&self.world, mine)
+    }
+
+    /// [`Collectives::allgather_bytes`] over communicator `comm`.
+    fn allgather_on(&self, comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
+        let n = comm.size() as usize;
         let my_len = mine.len() as Count;
         let mut lens = vec![0 as Count; n];
-        self.world.all_gather_into(&my_len, &mut lens[..]);
+        comm.all_gather_into(&my_len, &mut lens[..]);
         let mut displs = Vec::with_capacity(n);
         let mut total: Count = 0;
         for &l in &lens {
@@ -239,7 +256,7 @@ impl Collectives {
         let mut buf = vec![0u8; total as usize];
         {
             let mut part = PartitionMut::new(&mut buf[..], &lens[..], &displs[..]);
-            self.world.all_gather_varcount_into(mine, &mut part);
+            comm.all_gather_varcount_into(mine, &mut part);
         }
         lens.iter()
             .zip(&displs)

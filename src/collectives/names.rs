@@ -18,7 +18,10 @@
 //! A rank receives at most 8 bytes per offered copy of the names it owns
 //! (its share, 1/P of the copies), 8 bytes per name it provides, and the
 //! union itself: about the union's size plus 16 bytes per unique name,
-//! whatever P. The union is sorted, as before, so the global indices are
+//! whatever P. From [`super::routed::MIN_GRID_RANKS`] ranks on, the three
+//! exchanges travel in two hops over a √P × √P grid (`routed.rs`): about
+//! 2√P messages per rank instead of P, each hash crossing two links. The
+//! union is sorted, as before, so the global indices are
 //! the same as with the allgather, for any P and any mapping of streams to
 //! ranks. Two different names with the same 64-bit hash would lose one of
 //! them: every rank checks that its own names are in the union, and if any
@@ -73,7 +76,7 @@ impl Collectives {
             to_owner[(*h % p as u64) as usize].push(*h);
         }
         let offered =
-            self.all_to_all_bytes(&to_owner.iter().map(|v| to_bytes(v)).collect::<Vec<_>>());
+            self.all_to_all_routed(&to_owner.iter().map(|v| to_bytes(v)).collect::<Vec<_>>());
 
         // 2. For each owned hash, one provider among the ranks that offered
         // it: the first at or after `hash mod P` (cyclically), so that the
@@ -99,7 +102,7 @@ impl Collectives {
             i = j;
         }
         let assigned =
-            self.all_to_all_bytes(&to_provider.iter().map(|v| to_bytes(v)).collect::<Vec<_>>());
+            self.all_to_all_routed(&to_provider.iter().map(|v| to_bytes(v)).collect::<Vec<_>>());
 
         // 3. Providers publish their names; everyone gets the union once.
         let mut provide: Vec<u64> = assigned.iter().flat_map(|b| to_words(b)).collect();
@@ -109,7 +112,7 @@ impl Collectives {
             .filter(|(h, _)| provide.binary_search(h).is_ok())
             .map(|(_, k)| (*k).clone())
             .collect();
-        let gathered = self.allgather_bytes(&encode_names(&published));
+        let gathered = self.allgather_routed(&encode_names(&published));
         let mut all: Vec<NameKey> = gathered.iter().flat_map(|b| decode_names(b)).collect();
         all.sort();
         all.dedup();

@@ -20,7 +20,7 @@ use crate::events::{CallStackBuilder, Execution, StepEvents};
 use crate::trace::format::Attribute;
 
 use super::records::{PerfRow, StreamRow};
-use super::stats::GlobalStats;
+use super::stats::RunProfiles;
 use super::summary::RunSummary;
 
 /// One stream's step, labelled: what the label, collect and trim stages
@@ -88,7 +88,7 @@ pub struct RunContext<'a> {
     /// The global model (the same on every rank).
     pub detector: &'a dyn Detector,
     /// This rank's runtime and counter profiles since the start.
-    pub profiles: &'a GlobalStats,
+    pub profiles: &'a RunProfiles,
     /// This rank's streams, for the `streams` table.
     pub streams: &'a dyn StreamStates,
 }

@@ -44,7 +44,8 @@ use hdf5_sys::h5p::{
     H5Pclose, H5Pcreate, H5Pset_chunk, H5Pset_fill_time, H5P_CLS_DATASET_CREATE, H5P_DEFAULT,
 };
 use hdf5_sys::h5s::{
-    H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab, H5S_UNLIMITED,
+    H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_elements, H5Sselect_hyperslab,
+    H5S_UNLIMITED,
 };
 use hdf5_sys::h5t::{
     H5T_class_t, H5T_str_t, H5Tclose, H5Tcopy, H5Tcreate, H5Tget_class, H5Tget_member_name,
@@ -241,6 +242,45 @@ impl ProvenanceFile {
             .with_context(|| format!("table {name} was never created"))?;
         write_block(ds, start, rows)
             .with_context(|| format!("writing {} rows to {name}", rows.len()))
+    }
+
+    /// Writes `rows[k]` at row `at[k]` of table `name`, for rows scattered
+    /// over the table (independent; one HDF5 write of a point selection,
+    /// not one per row): the provenance writer's rewrite of the global
+    /// tables' rows that changed.
+    pub fn write_rows_at<T: H5Type>(
+        &self,
+        name: &str,
+        at: &[u64],
+        rows: &[T],
+    ) -> anyhow::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        if at.len() != rows.len() {
+            bail!("{} rows for {} places in {name}", rows.len(), at.len());
+        }
+        let (ds, _) = self
+            .tables
+            .get(name)
+            .with_context(|| format!("table {name} was never created"))?;
+        // Long runs of consecutive rows (histograms) go as blocks; a point
+        // selection costs per point, a block per write.
+        let runs = 1 + at.windows(2).filter(|w| w[1] != w[0] + 1).count();
+        if runs * MIN_RUN_FOR_BLOCKS <= at.len() {
+            let mut from = 0;
+            for k in 1..=at.len() {
+                if k == at.len() || at[k] != at[k - 1] + 1 {
+                    write_block(ds, at[from], &rows[from..k]).with_context(|| {
+                        format!("writing rows {}..{} of {name}", at[from], at[k - 1] + 1)
+                    })?;
+                    from = k;
+                }
+            }
+            return Ok(());
+        }
+        write_points(ds, at, rows)
+            .with_context(|| format!("writing {} scattered rows to {name}", rows.len()))
     }
 
     /// Replaces a whole (small, global) table by an empty one of `len`
@@ -453,6 +493,45 @@ fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Resul
             rows.as_ptr().cast(),
         )
     })
+}
+
+/// Average run of consecutive rows from which [`ProvenanceFile::write_rows_at`]
+/// writes blocks instead of points.
+const MIN_RUN_FOR_BLOCKS: usize = 16;
+
+/// Writes `rows[k]` at row `at[k]` of `ds` (a point selection, in the
+/// order of `at`, which HDF5 keeps for the memory buffer).
+fn write_points<T: H5Type>(ds: &Dataset, at: &[u64], rows: &[T]) -> anyhow::Result<()> {
+    let mem_type = null_terminated_type::<T>()?;
+    let file_space = ds.space()?;
+    let coords: Vec<hsize_t> = at.iter().map(|&r| r as hsize_t).collect();
+    let len = [rows.len() as hsize_t];
+    // SAFETY: plain HDF5 C calls on a dataspace `file_space` owns; `coords`
+    // holds one coordinate per selected point of the 1-D dataspace, and
+    // `rows` holds exactly that many values of the `repr(C)` type
+    // `mem_type` describes.
+    unsafe {
+        check(H5Sselect_elements(
+            file_space.id(),
+            H5S_seloper_t::H5S_SELECT_SET,
+            coords.len(),
+            coords.as_ptr(),
+        ))
+        .context("selecting the rows")?;
+        let mem_space = Raw::new(
+            H5Screate_simple(1, len.as_ptr(), std::ptr::null()),
+            H5Sclose,
+        )
+        .with_context(|| format!("making a dataspace of {} rows", rows.len()))?;
+        check(H5Dwrite(
+            ds.id(),
+            mem_type.0,
+            mem_space.0,
+            file_space.id(),
+            H5P_DEFAULT,
+            rows.as_ptr().cast(),
+        ))
+    }
 }
 
 /// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`

@@ -18,6 +18,7 @@
 //! [`hdf5file`] (writing) and [`read`] (reading) are the only code that
 //! calls HDF5. The layout is documented in `docs/provenance-schema.md`.
 
+pub mod anomaly_stats;
 pub mod collect;
 pub mod columns;
 pub mod consumer;

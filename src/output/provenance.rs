@@ -230,7 +230,7 @@ impl LabelConsumer for ProvenanceOutput {
         if let Some(sampler) = self.samples.as_mut() {
             sampler.offer_step(s, names);
         }
-        p.begin_step(names.functions.len(), &self.settings.records);
+        p.begin_step(&self.settings.records);
         // The predictions are in execution order: walked alongside (a
         // search per execution would cost more than the offer).
         let mut predicted = s.predictions.iter().peekable();

@@ -1,17 +1,23 @@
-//! Global function and counter statistics (`func_stats`, `counter_stats`).
+//! Global runtime and counter profiles (behind `func_stats`,
+//! `counter_stats` and the live statistics), kept sparse and agreed
+//! incrementally.
 //!
-//! Each rank accumulates, from the start of the run, exact integer moments
-//! of what its streams delivered; at a flush the partials are summed over
-//! ranks (integer SUM/MIN/MAX, payload proportional to the number of
-//! functions and counters) and the RunStats of the tables are derived from
-//! the exact totals. So the tables are identical for any number of AD ranks.
+//! Each rank accumulates exact integer moments of what its streams
+//! delivered since the last agreement, only for the functions that ran
+//! ([`RunProfiles::profile`]: a slot per function, an entry per function
+//! touched). An agreement ([`RunProfiles::agree`], collective) sums those
+//! pending moments over ranks for the functions that ran on *some* rank
+//! (one bitwise-OR reduction of a bit per function, then integer SUM and
+//! MIN over the active functions only) and adds them to the run's totals,
+//! which every rank holds, identical whatever the number of AD ranks. So
+//! the wire and the work of an agreement follow what changed since the
+//! previous one, not every function ever seen, and the totals cost one
+//! [`Profile`] (256 bytes) per function.
 //!
-//! - Runtime profiles count every completed execution once (the reference
-//!   counts executions held unlabeled again each step; we do not).
-//! - Anomaly metrics: `anomaly_count` is the RunStats of the number of
-//!   anomalies per (stream, step) with at least one; score RunStats are over
-//!   scores rounded to 1/1000 (integer moments need integers; the rounding
-//!   is far below what a score means); severity is the exclusive runtime.
+//! Runtime profiles count every completed execution once (the reference
+//! counts executions held unlabeled again each step; we do not).
+
+use std::cell::{Ref, RefCell};
 
 use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, WIDE_SUM_WORDS};
@@ -19,228 +25,316 @@ use crate::detect::stats::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, W
 use super::records::RunStatsRow;
 use crate::detect::stats::exact::Moments;
 
-/// Scores are kept as integer thousandths in the anomaly metrics.
-pub const SCORE_SCALE: f64 = 1000.0;
-/// Scores above this (in thousandths; ~1.7e10) are clamped, keeping the
-/// integer moments inside their proven range.
-const SCORE_CAP: u64 = 1 << 44;
-
-/// Per function, this rank's share since the start of the run.
-#[derive(Debug, Clone, Default)]
-pub struct FunctionStats {
-    /// Inclusive runtimes (µs) of executions whose inclusive and exclusive
-    /// times differ (calls with children); see [`FunctionStats::profile`].
+/// The run's runtime profile of one function (all ranks).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Profile {
+    /// Inclusive runtimes (µs).
     pub inclusive: ExactMoments,
-    /// Exclusive runtimes (µs) of those same executions.
+    /// Exclusive runtimes (µs).
     pub exclusive: ExactMoments,
-    /// Runtimes of executions whose two times are equal (calls without
-    /// children: most of them), counted once for both.
-    pub same: ExactMoments,
-    /// Anomalies per (stream, step) bucket with at least one.
-    pub anomaly_count: ExactMoments,
-    /// Scores of the anomalies, in integer thousandths ([`SCORE_SCALE`]).
-    pub score: ExactMoments,
-    /// Severities of the anomalies (exclusive runtime, µs).
-    pub severity: ExactMoments,
-    /// First I/O step with an anomaly (`u64::MAX` while there is none).
-    pub first_io_step: u64,
-    /// Last I/O step with an anomaly (0 while there is none).
-    pub last_io_step: u64,
-    /// Earliest entry of an anomaly (µs; `u64::MAX` while there is none).
-    pub min_timestamp: u64,
-    /// Latest exit of an anomaly (µs; 0 while there is none).
-    pub max_timestamp: u64,
 }
 
-impl FunctionStats {
-    fn empty() -> Self {
-        FunctionStats {
-            first_io_step: u64::MAX,
-            min_timestamp: u64::MAX,
-            ..Default::default()
-        }
-    }
-
-    /// Adds one execution to the runtime profile. Leaf calls (inclusive ==
-    /// exclusive) cost one exact push instead of two.
-    #[inline]
-    pub fn profile(&mut self, inclusive: u64, exclusive: u64) {
-        if inclusive == exclusive {
-            self.same.push(inclusive);
-        } else {
-            self.inclusive.push(inclusive);
-            self.exclusive.push(exclusive);
-        }
-    }
-
-    /// The full inclusive and exclusive profiles.
-    fn profiles(&self) -> (ExactMoments, ExactMoments) {
-        let (mut inc, mut exc) = (self.inclusive, self.exclusive);
-        inc.merge(&self.same);
-        exc.merge(&self.same);
-        (inc, exc)
-    }
-
-    /// Records one anomaly of a (stream, step) bucket (the bucket's count
-    /// goes in with [`FunctionStats::close_bucket`]).
-    pub fn anomaly(&mut self, io_step: u64, entry: u64, exit: u64, score: f64, severity: u64) {
-        let q = (score.max(0.0) * SCORE_SCALE).round();
-        self.score.push(if q.is_finite() {
-            (q as u64).min(SCORE_CAP)
-        } else {
-            SCORE_CAP
-        });
-        self.severity.push(severity);
-        self.first_io_step = self.first_io_step.min(io_step);
-        self.last_io_step = self.last_io_step.max(io_step);
-        self.min_timestamp = self.min_timestamp.min(entry);
-        self.max_timestamp = self.max_timestamp.max(exit);
-    }
-
-    /// Adds everything of `o` (exact; any order gives the same result).
-    pub fn merge(&mut self, o: &FunctionStats) {
-        self.inclusive.merge(&o.inclusive);
-        self.exclusive.merge(&o.exclusive);
-        self.same.merge(&o.same);
-        self.anomaly_count.merge(&o.anomaly_count);
-        self.score.merge(&o.score);
-        self.severity.merge(&o.severity);
-        self.first_io_step = self.first_io_step.min(o.first_io_step);
-        self.last_io_step = self.last_io_step.max(o.last_io_step);
-        self.min_timestamp = self.min_timestamp.min(o.min_timestamp);
-        self.max_timestamp = self.max_timestamp.max(o.max_timestamp);
-    }
-
-    /// Closes a (stream, step) bucket with `anomalies` anomalies of the
-    /// function: counted in `anomaly_count` when there is at least one.
-    pub fn close_bucket(&mut self, anomalies: u64) {
-        if anomalies > 0 {
-            self.anomaly_count.push(anomalies);
-        }
-    }
+/// What one rank adds to a function's profile between two agreements.
+#[derive(Debug, Clone, Copy, Default)]
+struct PendingProfile {
+    /// Executions whose two times are equal (calls without children: most
+    /// of them), counted once for both.
+    same: ExactMoments,
+    /// 1 + the place in [`Pending::split`] of the executions whose
+    /// inclusive and exclusive times differ (calls with children); 0 while
+    /// there is none, so a leaf function costs one set of moments.
+    split: u32,
 }
 
-/// Words per function on the wire (sums; then 3 MIN and 3 MAX words).
-const F_SUM: usize = 5 * MOMENT_SUM_WORDS;
+/// This rank's additions since the last agreement.
+#[derive(Debug, Default)]
+struct Pending {
+    /// By function: 1 + its index in `entries`, 0 when it has none (4
+    /// bytes per function; reset entry by entry, never swept).
+    slot: Vec<u32>,
+    /// The functions touched since the last agreement, in order of touch.
+    entries: Vec<(u32, PendingProfile)>,
+    /// Inclusive and exclusive moments of calls with children.
+    split: Vec<(ExactMoments, ExactMoments)>,
+    /// By counter: every value since the last agreement (counters are few).
+    counters: Vec<WideMoments>,
+}
 
-/// Everything behind `func_stats` and `counter_stats` on one rank.
-#[derive(Debug, Clone, Default)]
-pub struct GlobalStats {
-    /// Per global function index.
-    pub functions: Vec<FunctionStats>,
-    /// Per global counter index: every value of the counter.
+/// The run's totals, identical on every rank after each agreement.
+#[derive(Debug, Default)]
+pub struct Totals {
+    /// By function.
+    pub functions: Vec<Profile>,
+    /// By counter: every value of the counter.
     pub counters: Vec<WideMoments>,
+    /// Functions whose profile changed since [`Totals::take_changed`] was
+    /// last called (the provenance writer rewrites only their rows).
+    changed: Vec<u32>,
+    changed_bits: Vec<u64>,
 }
 
-impl GlobalStats {
-    /// Makes room for `functions` functions and `counters` counters.
-    pub fn ensure(&mut self, functions: usize, counters: usize) {
-        if self.functions.len() < functions {
-            self.functions.resize_with(functions, FunctionStats::empty);
+impl Totals {
+    /// The functions whose profile changed since the last call, in
+    /// increasing order (then forgotten).
+    pub fn take_changed(&mut self) -> Vec<u32> {
+        for &f in &self.changed {
+            self.changed_bits[f as usize / 64] &= !(1 << (f % 64));
         }
-        if self.counters.len() < counters {
-            self.counters.resize(counters, WideMoments::default());
-        }
-    }
-
-    /// Function `f`'s entry, made on first use.
-    #[inline]
-    pub fn function(&mut self, f: u32) -> &mut FunctionStats {
-        let f = f as usize;
-        if f >= self.functions.len() {
-            self.functions.resize_with(f + 1, FunctionStats::empty);
-        }
-        &mut self.functions[f]
-    }
-
-    /// Counter `c`'s entry, made on first use.
-    #[inline]
-    pub fn counter(&mut self, c: u32) -> &mut WideMoments {
-        let c = c as usize;
-        if c >= self.counters.len() {
-            self.counters.resize(c + 1, WideMoments::default());
-        }
-        &mut self.counters[c]
-    }
-
-    /// Adds everything of `o`.
-    pub fn merge(&mut self, o: &GlobalStats) {
-        self.ensure(o.functions.len(), o.counters.len());
-        for (a, b) in self.functions.iter_mut().zip(&o.functions) {
-            a.merge(b);
-        }
-        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
-            a.merge(b);
-        }
-    }
-
-    /// The totals over all ranks for `functions` functions and `counters`
-    /// counters (collective; every rank gets the same result).
-    pub fn reduce(&self, coll: &Collectives, functions: usize, counters: usize) -> GlobalStats {
-        let mut me = self.clone();
-        me.ensure(functions, counters);
-        let (mut sum, mut min, mut max) = (Vec::new(), Vec::new(), Vec::new());
-        for f in &me.functions[..functions] {
-            let (inclusive, exclusive) = f.profiles();
-            for m in [
-                &inclusive,
-                &exclusive,
-                &f.anomaly_count,
-                &f.score,
-                &f.severity,
-            ] {
-                m.sum_words(&mut sum);
-                min.push(if m.n == 0 { u64::MAX } else { m.min });
-                max.push(if m.n == 0 { 0 } else { m.max });
-            }
-            min.extend([f.first_io_step, f.min_timestamp]);
-            max.extend([f.last_io_step, f.max_timestamp]);
-        }
-        for c in &me.counters[..counters] {
-            c.sum_words(&mut sum);
-            min.push(if c.n == 0 { u64::MAX } else { c.min });
-            max.push(if c.n == 0 { 0 } else { c.max });
-        }
-        let (sum, min, max) = (
-            coll.allreduce_sum(&sum),
-            coll.allreduce_min(&min),
-            coll.allreduce_max(&max),
-        );
-        let mut out = GlobalStats::default();
-        for f in 0..functions {
-            let (s, lo, hi) = (&sum[f * F_SUM..], &min[f * 7..], &max[f * 7..]);
-            let m = |k: usize| ExactMoments::from_words(&s[k * MOMENT_SUM_WORDS..], lo[k], hi[k]);
-            out.functions.push(FunctionStats {
-                inclusive: m(0),
-                exclusive: m(1),
-                same: ExactMoments::default(),
-                anomaly_count: m(2),
-                score: m(3),
-                severity: m(4),
-                first_io_step: lo[5],
-                min_timestamp: lo[6],
-                last_io_step: hi[5],
-                max_timestamp: hi[6],
-            });
-        }
-        let (s, lo, hi) = (
-            &sum[functions * F_SUM..],
-            &min[functions * 7..],
-            &max[functions * 7..],
-        );
-        for c in 0..counters {
-            out.counters.push(WideMoments::from_words(
-                &s[c * WIDE_SUM_WORDS..],
-                lo[c],
-                hi[c],
-            ));
-        }
+        let mut out = std::mem::take(&mut self.changed);
+        out.sort_unstable();
         out
     }
+
+    fn mark_changed(&mut self, f: u32) {
+        let w = f as usize / 64;
+        if w >= self.changed_bits.len() {
+            self.changed_bits.resize(w + 1, 0);
+        }
+        if self.changed_bits[w] >> (f % 64) & 1 == 0 {
+            self.changed_bits[w] |= 1 << (f % 64);
+            self.changed.push(f);
+        }
+    }
+}
+
+/// Runtime and counter profiles of the run: this rank's pending additions
+/// and the agreed totals.
+#[derive(Debug, Default)]
+pub struct RunProfiles {
+    pending: RefCell<Pending>,
+    totals: RefCell<Totals>,
+}
+
+impl RunProfiles {
+    /// Adds one execution of function `f` to this rank's pending profile.
+    /// Leaf calls (inclusive == exclusive) cost one exact push, not two.
+    #[inline]
+    pub fn profile(&mut self, f: u32, inclusive: u64, exclusive: u64) {
+        let p = self.pending.get_mut();
+        let fi = f as usize;
+        if fi >= p.slot.len() {
+            p.slot.resize((fi + 1).next_power_of_two(), 0);
+        }
+        let at = match p.slot[fi] {
+            0 => {
+                p.entries.push((f, PendingProfile::default()));
+                p.slot[fi] = p.entries.len() as u32;
+                p.entries.len() - 1
+            }
+            s => s as usize - 1,
+        };
+        let e = &mut p.entries[at].1;
+        if inclusive == exclusive {
+            e.same.push(inclusive);
+        } else {
+            if e.split == 0 {
+                p.split.push(Default::default());
+                e.split = p.split.len() as u32;
+            }
+            let (inc, exc) = &mut p.split[e.split as usize - 1];
+            inc.push(inclusive);
+            exc.push(exclusive);
+        }
+    }
+
+    /// Adds one value of counter `c`.
+    #[inline]
+    pub fn counter(&mut self, c: u32, value: u64) {
+        let p = self.pending.get_mut();
+        let c = c as usize;
+        if c >= p.counters.len() {
+            p.counters.resize(c + 1, WideMoments::default());
+        }
+        p.counters[c].push(value);
+    }
+
+    /// Adds every rank's pending profiles to the totals (collective: every
+    /// rank calls it at the same point of the same step; every rank gets
+    /// the same totals). `functions` and `counters` are the numbers of
+    /// global names.
+    pub fn agree(&self, coll: &Collectives, functions: usize, counters: usize) {
+        let mut p = self.pending.borrow_mut();
+        let mut t = self.totals.borrow_mut();
+        agree(&mut p, &mut t, coll, functions, counters);
+    }
+
+    /// The totals as last agreed.
+    pub fn totals(&self) -> Ref<'_, Totals> {
+        self.totals.borrow()
+    }
+
+    /// The functions whose totals changed since the last call, increasing.
+    pub fn take_changed(&self) -> Vec<u32> {
+        self.totals.borrow_mut().take_changed()
+    }
+}
+
+/// One agreement: see [`RunProfiles::agree`].
+fn agree(p: &mut Pending, t: &mut Totals, coll: &Collectives, nf: usize, nc: usize) {
+    let mut keys: Vec<u32> = p.entries.iter().map(|e| e.0).collect();
+    keys.sort_unstable();
+    let (slot, entries, split) = (&p.slot, &p.entries, &p.split);
+    let fill = |f: u32, sum: &mut Vec<u64>, lo: &mut Vec<u64>| {
+        let e = slot
+            .get(f as usize)
+            .filter(|&&s| s > 0)
+            .map(|&s| entries[s as usize - 1].1);
+        // The full inclusive and exclusive profiles.
+        let (mut inc, mut exc) = match e {
+            Some(e) if e.split > 0 => split[e.split as usize - 1],
+            _ => Default::default(),
+        };
+        if let Some(e) = e {
+            inc.merge(&e.same);
+            exc.merge(&e.same);
+        }
+        for m in [&inc, &exc] {
+            m.sum_words(sum);
+            push_min_max(lo, m.n, m.min, m.max);
+        }
+    };
+    let mut counter_sum = Vec::new();
+    let mut counter_lo = Vec::new();
+    p.counters.resize(nc, WideMoments::default());
+    for c in &p.counters[..nc] {
+        c.sum_words(&mut counter_sum);
+        push_min_max(&mut counter_lo, c.n, c.min, c.max);
+    }
+    if t.functions.len() < nf {
+        // Grown by a quarter, not doubled: at 10^5 functions the slack of a
+        // doubling would be megabytes of empty profiles.
+        let more = (nf - t.functions.len()).max(t.functions.len() / 4);
+        t.functions.reserve_exact(more);
+        t.functions.resize(nf, Profile::default());
+    }
+    let mut changed = Vec::new();
+    let functions = &mut t.functions;
+    let (s, lo) = reduce_sparse(
+        coll,
+        nf,
+        &keys,
+        (2 * MOMENT_SUM_WORDS, 4),
+        fill,
+        (&counter_sum, &counter_lo),
+        |f, s, lo| {
+            let tot = &mut functions[f as usize];
+            tot.inclusive
+                .merge(&ExactMoments::from_words(s, lo[0], !lo[1]));
+            tot.exclusive.merge(&ExactMoments::from_words(
+                &s[MOMENT_SUM_WORDS..],
+                lo[2],
+                !lo[3],
+            ));
+            changed.push(f);
+        },
+    );
+    for f in changed {
+        t.mark_changed(f);
+    }
+    if t.counters.len() < nc {
+        t.counters.resize(nc, WideMoments::default());
+    }
+    for c in 0..nc {
+        let m = WideMoments::from_words(&s[c * WIDE_SUM_WORDS..], lo[2 * c], !lo[2 * c + 1]);
+        t.counters[c].merge(&m);
+    }
+    // Forget what was agreed: entry by entry, never a sweep of all slots.
+    for (f, _) in p.entries.drain(..) {
+        p.slot[f as usize] = 0;
+    }
+    p.split.clear();
+    p.counters
+        .iter_mut()
+        .for_each(|c| *c = WideMoments::default());
+}
+
+/// Appends a moment's MIN-reduced words: its min, and its max bitwise
+/// negated (so that one MIN reduction gives both: max x = !min !x).
+pub(super) fn push_min_max(lo: &mut Vec<u64>, n: u64, min: u64, max: u64) {
+    if n == 0 {
+        lo.extend([u64::MAX, u64::MAX]);
+    } else {
+        lo.extend([min, !max]);
+    }
+}
+
+/// Functions per round of [`reduce_sparse`]: bounds the buffers of a
+/// reduction (about 1.7 MB for profiles) whatever the number of functions.
+const REDUCE_CHUNK: usize = 4096;
+
+/// Sums per-function words over ranks for the functions that some rank
+/// has (`keys`, this rank's, increasing), plus a small dense `extra` part
+/// (collective). First the union of the keys (one OR reduction of a bit
+/// per function: `n / 8` bytes), then SUM and MIN reductions of the active
+/// functions' words, [`REDUCE_CHUNK`] functions at a time: `fill` appends a
+/// function's words (identity words — zeros, `u64::MAX` — for one this
+/// rank does not have), `absorb` gets each active function's reduced
+/// words, in increasing function order. Returns the reduced extra part.
+pub(super) fn reduce_sparse(
+    coll: &Collectives,
+    n: usize,
+    keys: &[u32],
+    (sum_words, lo_words): (usize, usize),
+    mut fill: impl FnMut(u32, &mut Vec<u64>, &mut Vec<u64>),
+    extra: (&[u64], &[u64]),
+    mut absorb: impl FnMut(u32, &[u64], &[u64]),
+) -> (Vec<u64>, Vec<u64>) {
+    let mut bits = vec![0u64; n.div_ceil(64)];
+    for &f in keys {
+        if let Some(w) = bits.get_mut(f as usize / 64) {
+            *w |= 1 << (f % 64);
+        }
+    }
+    let bits = coll.allreduce_or(&bits);
+    let mut active = Vec::new();
+    for (i, &w) in bits.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            active.push(i as u32 * 64 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    let mut extra_out = (Vec::new(), Vec::new());
+    // The same number of rounds on every rank (the active set is agreed);
+    // the extra part rides with the first.
+    let rounds = active.len().div_ceil(REDUCE_CHUNK).max(1);
+    let (mut sum, mut lo) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let chunk = &active
+            [(r * REDUCE_CHUNK).min(active.len())..((r + 1) * REDUCE_CHUNK).min(active.len())];
+        sum.clear();
+        lo.clear();
+        for &f in chunk {
+            fill(f, &mut sum, &mut lo);
+        }
+        debug_assert_eq!(sum.len(), chunk.len() * sum_words);
+        debug_assert_eq!(lo.len(), chunk.len() * lo_words);
+        if r == 0 {
+            sum.extend_from_slice(extra.0);
+            lo.extend_from_slice(extra.1);
+        }
+        let mut s = coll.allreduce_sum(&sum);
+        let mut l = coll.allreduce_min(&lo);
+        if r == 0 {
+            extra_out = (
+                s.split_off(chunk.len() * sum_words),
+                l.split_off(chunk.len() * lo_words),
+            );
+        }
+        for (k, &f) in chunk.iter().enumerate() {
+            absorb(
+                f,
+                &s[k * sum_words..(k + 1) * sum_words],
+                &l[k * lo_words..(k + 1) * lo_words],
+            );
+        }
+    }
+    extra_out
 }
 
 /// Chimbuko's RunStats of exact moments (`scale` divides every value:
-/// 1 for runtimes and counts, [`SCORE_SCALE`] for scores).
+/// 1 for runtimes and counts, [`super::anomaly_stats::SCORE_SCALE`] for
+/// scores).
 pub fn run_stats(m: &ExactMoments, scale: f64) -> RunStatsRow {
     if m.n == 0 {
         return RunStatsRow::default();

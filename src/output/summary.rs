@@ -190,24 +190,53 @@ pub fn summary_text(
     text
 }
 
-fn functions_json(
+/// One function of the model and summary files.
+fn function_json(
+    f: u32,
     names: &GlobalNames,
     det: &dyn Detector,
     totals: &FunctionTotals,
-) -> Vec<serde_json::Value> {
-    (0..names.functions.len())
-        .map(|f| {
-            serde_json::json!({
-                "index": f,
-                "program": names.functions.program(f as u32),
-                "name": names.functions.name(f as u32),
-                "executions": totals.executions.get(f).copied().unwrap_or(0),
-                "anomalies": totals.anomalies.get(f).copied().unwrap_or(0),
-                "unlabeled": totals.unlabeled.get(f).copied().unwrap_or(0),
-                "model": det.model_json(f as u32),
-            })
-        })
-        .collect()
+) -> serde_json::Value {
+    let i = f as usize;
+    serde_json::json!({
+        "index": f,
+        "program": names.functions.program(f),
+        "name": names.functions.name(f),
+        "executions": totals.executions.get(i).copied().unwrap_or(0),
+        "anomalies": totals.anomalies.get(i).copied().unwrap_or(0),
+        "unlabeled": totals.unlabeled.get(i).copied().unwrap_or(0),
+        "model": det.model_json(f),
+    })
+}
+
+/// Writes `head`'s members and then a `functions` array to `p`, one
+/// function at a time: with 10^5 functions the whole document as one JSON
+/// value would take hundreds of megabytes, streamed it takes one function.
+fn write_with_functions(
+    p: &Path,
+    head: serde_json::Value,
+    names: &GlobalNames,
+    det: &dyn Detector,
+    totals: &FunctionTotals,
+) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let write = || -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
+        w.write_all(b"{\n")?;
+        if let serde_json::Value::Object(members) = head {
+            for (k, v) in members {
+                writeln!(w, "  {}: {},", serde_json::Value::String(k), v)?;
+            }
+        }
+        w.write_all(b"  \"functions\": [")?;
+        for f in 0..names.functions.len() as u32 {
+            let sep = if f == 0 { "" } else { "," };
+            write!(w, "{sep}\n    {}", function_json(f, names, det, totals))?;
+        }
+        w.write_all(b"\n  ]\n}\n")?;
+        w.flush()
+    };
+    write().with_context(|| format!("writing {}", p.display()))
 }
 
 /// The final global model as JSON.
@@ -217,13 +246,11 @@ pub fn write_model(
     det: &dyn Detector,
     totals: &FunctionTotals,
 ) -> anyhow::Result<()> {
-    let v = serde_json::json!({
+    let head = serde_json::json!({
         "algorithm": det.name(),
         "digest": format!("{:016x}", det.digest()),
-        "functions": functions_json(names, det, totals),
     });
-    std::fs::write(p, serde_json::to_string_pretty(&v)?)
-        .with_context(|| format!("writing {}", p.display()))
+    write_with_functions(p, head, names, det, totals)
 }
 
 /// The run summary as JSON (for benchmarks and scripts).
@@ -234,8 +261,5 @@ pub fn write_summary(
     names: &GlobalNames,
     det: &dyn Detector,
 ) -> anyhow::Result<()> {
-    let mut v = serde_json::to_value(s)?;
-    v["functions"] = serde_json::Value::Array(functions_json(names, det, totals));
-    std::fs::write(p, serde_json::to_string_pretty(&v)?)
-        .with_context(|| format!("writing {}", p.display()))
+    write_with_functions(p, serde_json::to_value(s)?, names, det, totals)
 }

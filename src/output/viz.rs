@@ -23,8 +23,9 @@ use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use crate::events::names::GlobalNames;
 
+use super::anomaly_stats::SCORE_SCALE;
 use super::consumer::{LabelConsumer, LabelledStep, RunContext};
-use super::stats::{run_stats, wide_run_stats, GlobalStats, SCORE_SCALE};
+use super::stats::{run_stats, wide_run_stats, RunProfiles, Totals};
 use crate::detect::Label;
 
 /// Moments in transferable form (sum words, min, max).
@@ -270,7 +271,7 @@ impl VizStream {
         coll: &Collectives,
         step: u64,
         mine: &[StreamStep],
-        profiles: &GlobalStats,
+        profiles: &RunProfiles,
         names: &GlobalNames,
     ) {
         let bytes = serde_json::to_vec(mine).unwrap_or_else(|_| b"[]".to_vec());
@@ -284,7 +285,8 @@ impl VizStream {
         if (step + 1) % self.every != 0 {
             return;
         }
-        let g = profiles.reduce(coll, names.functions.len(), names.counters.len());
+        profiles.agree(coll, names.functions.len(), names.counters.len());
+        let g = profiles.totals();
         if coll.rank() == 0 {
             let packet = self.packet(step, &g, names);
             self.emit(&packet);
@@ -317,7 +319,7 @@ impl VizStream {
     }
 
     /// The packet in the shape of Chimbuko's visualisation stream.
-    fn packet(&mut self, step: u64, g: &GlobalStats, names: &GlobalNames) -> Value {
+    fn packet(&mut self, step: u64, g: &Totals, names: &GlobalNames) -> Value {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);

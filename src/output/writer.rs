@@ -20,10 +20,11 @@ use crate::events::names::GlobalNames;
 
 use super::{label_code, COLLECTIONS};
 
+use super::anomaly_stats::{Anomaly, AnomalyMetrics, AnomalyStats, SCORE_SCALE};
 use super::hdf5file::{FileAttr, ProvenanceFile};
 use super::records::CollectionTables;
 use super::records::*;
-use super::stats::GlobalStats;
+use super::stats::{run_stats, Profile, RunProfiles};
 
 /// Companion tables of a collection, in the order of [`table_counts`].
 const COMPANIONS: [&str; 7] = [
@@ -80,9 +81,23 @@ pub struct ProvenanceWriter {
     /// Records the end-of-run re-evaluation will revisit.
     stored: Vec<StoredRecord>,
     max_stored: usize,
-    /// Anomaly metrics of records that will not be revisited (the runtime
-    /// and counter profiles are the run's, passed in at each write).
-    anomaly_stats: GlobalStats,
+    /// This rank's anomalies since the last write of the global tables
+    /// (all of them: stored or not).
+    anomalies_new: AnomalyMetrics,
+    /// The run's anomaly metrics as last agreed (every rank).
+    anomaly_totals: AnomalyMetrics,
+    /// This rank's anomalies that will not be revisited (beyond the
+    /// budget of stored records): the end-of-run re-evaluation adds the
+    /// re-judged stored ones to them.
+    finalized: AnomalyMetrics,
+    /// Rows of `functions`, `func_stats` and `ad_model` so far (one per
+    /// global function; every rank).
+    functions_written: u64,
+    /// Rank 0: where each function's histogram lives in `ad_model_hist`
+    /// (start, capacity). A changed histogram is rewritten in place when it
+    /// fits, so the table grows with the histograms' sizes, not with the
+    /// number of writes.
+    hist_slots: Vec<(u64, u32)>,
     use_inclusive: bool,
     /// Records already in `collections` before this step's snapshots.
     step_from: [usize; 2],
@@ -115,6 +130,11 @@ impl ProvenanceWriter {
         file.create_table::<PerfRow>("ad_perf")?;
         file.create_table::<ModelRow>("model_params")?;
         file.create_table::<u64>("model_params_hist")?;
+        // One row per global function, rewritten row by row as they change.
+        file.create_table::<FunctionRow>("functions")?;
+        file.create_table::<FuncStatsRow>("func_stats")?;
+        file.create_table::<ModelRow>("ad_model")?;
+        file.create_table::<u64>("ad_model_hist")?;
         Ok(ProvenanceWriter {
             file,
             collections: [CollectionTables::default(), CollectionTables::default()],
@@ -128,7 +148,11 @@ impl ProvenanceWriter {
             models_total: 0,
             stored: Vec::new(),
             max_stored,
-            anomaly_stats: GlobalStats::default(),
+            anomalies_new: AnomalyMetrics::default(),
+            anomaly_totals: AnomalyMetrics::default(),
+            finalized: AnomalyMetrics::default(),
+            functions_written: 0,
+            hist_slots: Vec::new(),
             use_inclusive,
             step_from: [0, 0],
             broken: false,
@@ -229,8 +253,12 @@ impl ProvenanceWriter {
         }
         let bits = coll.allreduce_or(&bits);
         let mut row_of = HashMap::new();
-        for f in 0..n as u32 {
-            if bits[f as usize / 64] >> (f % 64) & 1 == 1 {
+        // The set bits only: the step's functions, not every function.
+        for (i, &w) in bits.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let f = i as u32 * 64 + w.trailing_zeros();
+                w &= w - 1;
                 let row = self.models_total + row_of.len() as u64;
                 row_of.insert(f, row);
                 if coll.rank() == 0 {
@@ -270,11 +298,11 @@ impl ProvenanceWriter {
         coll: &Collectives,
         names: &GlobalNames,
         detector: &dyn Detector,
-        profiles: &GlobalStats,
+        profiles: &RunProfiles,
         attrs: &[(&str, FileAttr)],
     ) -> anyhow::Result<()> {
         self.append_buffers(coll)?;
-        self.write_globals(coll, names, detector, profiles, false)?;
+        self.write_globals(coll, names, detector, profiles, None)?;
         let r = self.usable().and_then(|_| self.file.set_attrs(attrs));
         self.agreed(coll, r)?;
         let r = self.usable().and_then(|_| self.file.flush());
@@ -408,11 +436,13 @@ impl ProvenanceWriter {
     }
 
     /// Keeps what the re-evaluation needs of flushed records, up to the
-    /// budget; anomalies beyond it count in the statistics as labelled.
+    /// budget, and counts their anomalies in the metrics (those beyond the
+    /// budget for good).
     fn remember(&mut self, collection: u8, rec_base: u64, records: &[ExecRecord]) {
-        let mut finalized = Vec::new();
+        let (mut anomalies, mut beyond) = (Vec::new(), Vec::new());
         for (k, r) in records.iter().enumerate() {
-            if self.stored.len() < self.max_stored {
+            let stored = self.stored.len() < self.max_stored;
+            if stored {
                 self.stored.push(StoredRecord {
                     collection,
                     row: rec_base + k as u64,
@@ -427,27 +457,34 @@ impl ProvenanceWriter {
                     label: r.label,
                     score: r.outlier_score,
                 });
-            } else if r.label == LABEL_ANOMALY {
-                finalized.push(anomaly_of(r));
+            }
+            if r.label != LABEL_ANOMALY {
+                continue;
+            }
+            if !stored {
+                beyond.push(anomaly_of(r));
+            }
+            // In the metrics during the run: the in-situ anomalies (stored
+            // normal samples count only if the final model says so).
+            if collection == 0 || !stored {
+                anomalies.push(anomaly_of(r));
             }
         }
-        add_anomaly_metrics(&mut self.anomaly_stats, &finalized);
+        self.finalized.add(&beyond);
+        self.anomalies_new.add(&anomalies);
     }
 
-    /// Global tables, rewritten whole (collective; identical on every rank).
-    fn write_globals(
+    /// The anomaly metrics of the end of the run: the stored records
+    /// judged by the final model (`final_labels`) or with their in-situ
+    /// labels, plus those beyond the budget (collective). Returns the
+    /// functions whose metrics may have changed.
+    fn final_anomaly_metrics(
         &mut self,
         coll: &Collectives,
-        names: &GlobalNames,
         detector: &dyn Detector,
-        profiles: &GlobalStats,
+        nf: usize,
         final_labels: bool,
-    ) -> anyhow::Result<()> {
-        let nf = names.functions.len();
-        let nc = names.counters.len();
-        // This rank's statistics plus the anomalies it still holds.
-        let mut mine = profiles.clone();
-        mine.merge(&self.anomaly_stats);
+    ) -> Vec<u32> {
         let held: Vec<Anomaly> = self
             .stored
             .iter()
@@ -469,28 +506,67 @@ impl ProvenanceWriter {
                 })
             })
             .collect();
-        add_anomaly_metrics(&mut mine, &held);
-        let g = mine.reduce(coll, nf, nc);
-        let functions: Vec<FunctionRow> = (0..nf as u32)
-            .map(|f| FunctionRow {
-                fid: f,
-                pid: names.functions.program(f),
-                name: fixed(names.functions.name(f)),
-            })
-            .collect();
-        let counters: Vec<CounterRow> = (0..nc as u32)
-            .map(|c| CounterRow {
-                counter_idx: c,
-                name: fixed(names.counters.name(c)),
-            })
-            .collect();
-        let func_stats: Vec<FuncStatsRow> = g
-            .functions
+        let mut mine = self.finalized.clone();
+        mine.add(&held);
+        let agreed = mine.reduce(coll, nf);
+        let mut changed = self.anomaly_totals.functions();
+        changed.extend(agreed.functions());
+        self.anomaly_totals = agreed;
+        self.anomalies_new = AnomalyMetrics::default();
+        changed
+    }
+
+    /// Brings the global tables up to date (collective; identical on every
+    /// rank): `functions`, `func_stats` and `ad_model` get rows for the new
+    /// functions and rewritten rows for those whose profile, anomalies or
+    /// model changed since the last write — the work and the bytes follow
+    /// what changed, not every function ever seen; `counters`,
+    /// `counter_stats` and `streams` (small) are rewritten whole.
+    fn write_globals(
+        &mut self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        profiles: &RunProfiles,
+        end_of_run: Option<bool>,
+    ) -> anyhow::Result<()> {
+        let nf = names.functions.len();
+        let nc = names.counters.len();
+        profiles.agree(coll, nf, nc);
+        let profile_changed = profiles.take_changed();
+        let anomaly_changed = match end_of_run {
+            Some(final_labels) => self.final_anomaly_metrics(coll, detector, nf, final_labels),
+            None => {
+                let agreed = std::mem::take(&mut self.anomalies_new).reduce(coll, nf);
+                self.anomaly_totals.merge(&agreed);
+                agreed.functions()
+            }
+        };
+        let old = (self.functions_written as usize).min(nf);
+        let new_functions = old as u32..nf as u32;
+        // Models change only where executions were profiled.
+        let mut model_rows_at: Vec<u32> = profile_changed
             .iter()
-            .enumerate()
-            .map(|(f, s)| func_stats_row(f as u32, s, names))
+            .copied()
+            .filter(|&f| (f as usize) < old)
+            .chain(new_functions.clone())
             .collect();
-        let counter_stats: Vec<CounterStatsRow> = g
+        model_rows_at.dedup();
+        let mut stats_rows_at = model_rows_at.clone();
+        stats_rows_at.extend(anomaly_changed.iter().filter(|&&f| (f as usize) < old));
+        stats_rows_at.sort_unstable();
+        stats_rows_at.dedup();
+        // Rank 0 builds the rows (the same on every rank); the histograms'
+        // new room is agreed so that every rank grows the table alike.
+        let rank0 = coll.rank() == 0;
+        let mut hist_plan = HistPlan::default();
+        if rank0 {
+            let hist_len = self.file.len("ad_model_hist");
+            hist_plan = self.plan_hist(&model_rows_at, detector, hist_len);
+        }
+        let hist_grow = coll.allreduce_max(&[hist_plan.grow])[0];
+        let totals = profiles.totals();
+        let counter_stats: Vec<CounterStatsRow> = totals
             .counters
             .iter()
             .enumerate()
@@ -505,51 +581,115 @@ impl ProvenanceWriter {
                 row
             })
             .collect();
-        let mut model_rows = Vec::with_capacity(nf);
-        let mut hist = Vec::new();
-        for f in 0..nf as u32 {
-            let s = detector.model_snapshot(f);
-            model_rows.push(model_row(u64::MAX, f, &s, names, hist.len() as u64));
-            hist.extend_from_slice(&s.hist_counts);
-        }
+        let counters: Vec<CounterRow> = (0..nc as u32)
+            .map(|c| CounterRow {
+                counter_idx: c,
+                name: fixed(names.counters.name(c)),
+            })
+            .collect();
         let (stream_off, stream_tot) = coll.append_offsets(&[self.stream_rows.len() as u64]);
-        let tables: [(&str, u64); 6] = [
-            ("functions", functions.len() as u64),
-            ("counters", counters.len() as u64),
-            ("func_stats", func_stats.len() as u64),
-            ("counter_stats", counter_stats.len() as u64),
-            ("ad_model", model_rows.len() as u64),
-            ("ad_model_hist", hist.len() as u64),
-        ];
+        let grow = (nf - old) as u64;
         let f = &mut self.file;
         let r = if self.broken {
             Ok(())
         } else {
-            f.recreate::<FunctionRow>(tables[0].0, tables[0].1)
-                .and_then(|_| f.recreate::<CounterRow>(tables[1].0, tables[1].1))
-                .and_then(|_| f.recreate::<FuncStatsRow>(tables[2].0, tables[2].1))
-                .and_then(|_| f.recreate::<CounterStatsRow>(tables[3].0, tables[3].1))
-                .and_then(|_| f.recreate::<ModelRow>(tables[4].0, tables[4].1))
-                .and_then(|_| f.recreate::<u64>(tables[5].0, tables[5].1))
+            f.grow("functions", grow)
+                .and_then(|_| f.grow("func_stats", grow))
+                .and_then(|_| f.grow("ad_model", grow))
+                .and_then(|_| f.grow("ad_model_hist", hist_grow))
+                .and_then(|_| f.recreate::<CounterRow>("counters", counters.len() as u64))
+                .and_then(|_| {
+                    f.recreate::<CounterStatsRow>("counter_stats", counter_stats.len() as u64)
+                })
                 .and_then(|_| f.recreate::<StreamRow>("streams", stream_tot[0]))
+                .map(|_| ())
         };
         let r = self.usable().and(r);
         self.agreed(coll, r)?;
-        // Identical on every rank: rank 0 writes them.
+        self.functions_written = nf as u64;
         let f = &self.file;
-        let r = if coll.rank() == 0 {
-            f.write_rows("functions", 0, &functions)
+        let r = if rank0 {
+            // In chunks, so that 10^5 new functions never mean 10^5 rows of
+            // a kilobyte in memory at once.
+            let new: Vec<u32> = new_functions.collect();
+            let functions = new.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+                let rows: Vec<FunctionRow> = chunk
+                    .iter()
+                    .map(|&f| FunctionRow {
+                        fid: f,
+                        pid: names.functions.program(f),
+                        name: fixed(names.functions.name(f)),
+                    })
+                    .collect();
+                f.write_rows("functions", chunk[0] as u64, &rows)
+            });
+            let func_stats = || {
+                stats_rows_at.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+                    let rows: Vec<FuncStatsRow> = chunk
+                        .iter()
+                        .map(|&f| {
+                            let p = totals
+                                .functions
+                                .get(f as usize)
+                                .copied()
+                                .unwrap_or_default();
+                            func_stats_row(f, &p, self.anomaly_totals.get(f), names)
+                        })
+                        .collect();
+                    let at: Vec<u64> = chunk.iter().map(|&f| f as u64).collect();
+                    f.write_rows_at("func_stats", &at, &rows)
+                })
+            };
+            let models = || {
+                let places = model_rows_at.iter().zip(&hist_plan.places);
+                let places: Vec<_> = places.collect();
+                places.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+                    let m = model_rows(chunk, detector, names);
+                    let at: Vec<u64> = chunk.iter().map(|(&f, _)| f as u64).collect();
+                    f.write_rows_at("ad_model", &at, &m.rows)
+                        .and_then(|_| f.write_rows_at("ad_model_hist", &m.hist_at, &m.hist))
+                })
+            };
+            functions
+                .and_then(|_| func_stats())
+                .and_then(|_| models())
                 .and_then(|_| f.write_rows("counters", 0, &counters))
-                .and_then(|_| f.write_rows("func_stats", 0, &func_stats))
                 .and_then(|_| f.write_rows("counter_stats", 0, &counter_stats))
-                .and_then(|_| f.write_rows("ad_model", 0, &model_rows))
-                .and_then(|_| f.write_rows("ad_model_hist", 0, &hist))
         } else {
             Ok(())
         };
+        drop(totals);
         // Each rank writes its own streams' rows.
         let r = r.and_then(|_| f.write_rows("streams", stream_off[0], &self.stream_rows));
         self.agreed(coll, r)
+    }
+
+    /// Rank 0: where the histograms of the models of functions `at` go in
+    /// `ad_model_hist` (of `hist_len` rows): in the function's slot when
+    /// they fit, else in new room at the end (twice the size needed,
+    /// zero-padded, so that a growing histogram moves rarely).
+    fn plan_hist(&mut self, at: &[u32], detector: &dyn Detector, hist_len: u64) -> HistPlan {
+        let mut plan = HistPlan::default();
+        for &f in at {
+            let n = detector.model_snapshot(f).hist_counts.len();
+            let fi = f as usize;
+            if fi >= self.hist_slots.len() {
+                self.hist_slots.resize(fi + 1, (0, 0));
+            }
+            let (start, cap) = self.hist_slots[fi];
+            if n > cap as usize {
+                let cap = n.next_power_of_two();
+                let start = hist_len + plan.grow;
+                plan.grow += cap as u64;
+                self.hist_slots[fi] = (start, cap as u32);
+                plan.places.push((start, cap as u32));
+            } else {
+                // The whole room, zero-padded: neighbouring functions'
+                // rooms then make one block to write.
+                plan.places.push((start, cap));
+            }
+        }
+        plan
     }
 
     /// End of run: appends what is buffered, re-evaluates the stored
@@ -563,7 +703,7 @@ impl ProvenanceWriter {
         coll: &Collectives,
         names: &GlobalNames,
         detector: &dyn Detector,
-        profiles: &GlobalStats,
+        profiles: &RunProfiles,
         relabel: bool,
         attrs: &[(&str, FileAttr)],
     ) -> anyhow::Result<u64> {
@@ -575,7 +715,7 @@ impl ProvenanceWriter {
                 pruned = p;
                 self.agreed(coll, r)?;
             }
-            self.write_globals(coll, names, detector, profiles, relabel)?;
+            self.write_globals(coll, names, detector, profiles, Some(relabel))?;
             let r = self.file.set_attrs(attrs);
             self.agreed(coll, r)?;
             let r = self.file.flush();
@@ -649,17 +789,6 @@ fn shift(c: &mut CollectionTables, rec_base: u64, base: &[u64]) {
     c.node_state.iter_mut().for_each(|x| x.record += rec_base);
 }
 
-/// An anomaly as the statistics see it.
-struct Anomaly {
-    fid: u32,
-    /// (program, rank, io_step): Chimbuko counts anomalies per rank and step.
-    bucket: (u32, u64, u64),
-    entry: u64,
-    exit: u64,
-    score: f64,
-    severity: u64,
-}
-
 fn anomaly_of(r: &ExecRecord) -> Anomaly {
     Anomaly {
         fid: r.fid,
@@ -671,24 +800,57 @@ fn anomaly_of(r: &ExecRecord) -> Anomaly {
     }
 }
 
-/// Adds anomalies to the metrics; buckets are closed here, so the
-/// anomalies of one (stream, step) must come in one call.
-fn add_anomaly_metrics(stats: &mut GlobalStats, anomalies: &[Anomaly]) {
-    let mut buckets: HashMap<(u32, (u32, u64, u64)), u64> = HashMap::new();
-    for a in anomalies {
-        let f = stats.function(a.fid);
-        f.anomaly(a.bucket.2, a.entry, a.exit, a.score, a.severity);
-        *buckets.entry((a.fid, a.bucket)).or_default() += 1;
-    }
-    // Sorted, so that the (exact, order-free) sums see the same values.
-    let mut buckets: Vec<_> = buckets.into_iter().collect();
-    buckets.sort_unstable();
-    for ((fid, _), n) in buckets {
-        stats.function(fid).close_bucket(n);
-    }
+/// Rows of the global tables built and written at a time.
+const ROWS_PER_WRITE: usize = 4096;
+
+/// Where [`ProvenanceWriter::plan_hist`] puts the models' histograms.
+#[derive(Default)]
+struct HistPlan {
+    /// Per model row: first `ad_model_hist` row and rows to write (the
+    /// histogram, zero-padded to its room).
+    places: Vec<(u64, u32)>,
+    /// Rows `ad_model_hist` must grow by.
+    grow: u64,
 }
 
-fn func_stats_row(f: u32, s: &super::stats::FunctionStats, names: &GlobalNames) -> FuncStatsRow {
+/// `ad_model` rows and their histograms' values with the `ad_model_hist`
+/// rows they go to.
+struct ModelRows {
+    rows: Vec<ModelRow>,
+    hist: Vec<u64>,
+    hist_at: Vec<u64>,
+}
+
+/// The global `ad_model` rows of functions placed by a [`HistPlan`].
+fn model_rows(
+    chunk: &[(&u32, &(u64, u32))],
+    detector: &dyn Detector,
+    names: &GlobalNames,
+) -> ModelRows {
+    let mut out = ModelRows {
+        rows: Vec::with_capacity(chunk.len()),
+        hist: Vec::new(),
+        hist_at: Vec::new(),
+    };
+    for &(&f, &(start, room)) in chunk {
+        let s = detector.model_snapshot(f);
+        out.rows.push(model_row(u64::MAX, f, &s, names, start));
+        for k in 0..room as usize {
+            out.hist_at.push(start + k as u64);
+            out.hist.push(s.hist_counts.get(k).copied().unwrap_or(0));
+        }
+    }
+    out
+}
+
+fn func_stats_row(
+    f: u32,
+    p: &Profile,
+    a: Option<&AnomalyStats>,
+    names: &GlobalNames,
+) -> FuncStatsRow {
+    let none = AnomalyStats::default();
+    let s = a.unwrap_or(&none);
     let any = s.severity.n > 0;
     let mut row = FuncStatsRow {
         pid: names.functions.program(f),
@@ -702,11 +864,11 @@ fn func_stats_row(f: u32, s: &super::stats::FunctionStats, names: &GlobalNames) 
         ..Default::default()
     };
     row.set_stats(
-        super::stats::run_stats(&s.inclusive, 1.0),
-        super::stats::run_stats(&s.exclusive, 1.0),
-        super::stats::run_stats(&s.anomaly_count, 1.0),
-        super::stats::run_stats(&s.score, super::stats::SCORE_SCALE),
-        super::stats::run_stats(&s.severity, 1.0),
+        run_stats(&p.inclusive, 1.0),
+        run_stats(&p.exclusive, 1.0),
+        run_stats(&s.anomaly_count, 1.0),
+        run_stats(&s.score, SCORE_SCALE),
+        run_stats(&s.severity, 1.0),
     );
     row
 }

@@ -25,7 +25,7 @@ use crate::output::consumer::{Outputs, RunContext};
 use crate::output::labels_csv::LabelWriter;
 use crate::output::provenance::{ProvenanceOutput, ProvenanceSettings};
 use crate::output::report::RunReport;
-use crate::output::stats::GlobalStats;
+use crate::output::stats::RunProfiles;
 use crate::output::truth::TruthSet;
 use crate::output::viz::{LiveStatistics, VizStream};
 use crate::sys::signals;
@@ -68,7 +68,7 @@ pub(super) struct RunState<'a> {
     pub modelled: Vec<bool>,
     /// Runtime and counter profiles of this rank since the start (for the
     /// provenance file and the live statistics).
-    pub profiles: GlobalStats,
+    pub profiles: RunProfiles,
     /// Whether some output needs `profiles`.
     pub profiling: bool,
     /// Executions whose label is not final yet.
@@ -252,7 +252,7 @@ impl<'a> Pipeline<'a> {
                 touched: Default::default(),
                 reduced: Vec::new(),
                 modelled: Vec::new(),
-                profiles: GlobalStats::default(),
+                profiles: RunProfiles::default(),
                 profiling: provenance.is_some() || live,
                 held: HeldExecutions::new(opts.max_pending, max_stored),
                 timings: Timings::default(),

@@ -103,8 +103,14 @@ pub struct StreamProvenance {
     outstanding_normal: Vec<u32>,
     /// This step's anomalies (indices into its executions).
     anomalies: Vec<u32>,
-    /// Normal-sample candidates: `samples` slots per function, the lowest
-    /// scores first, `cand_len[f]` of them used.
+    /// By function: 1 + its place in `step_functions`, 0 when it has not
+    /// run in this step (4 bytes per function; reset for this step's
+    /// functions only, so a step costs what ran in it, not every function).
+    slot: Vec<u32>,
+    /// The functions that ran in this step, in order of first execution.
+    step_functions: Vec<u32>,
+    /// Normal-sample candidates: `samples` per function of the step (by
+    /// place), the lowest scores first, `cand_len[k]` of them used.
     cand: Vec<Candidate>,
     cand_len: Vec<u32>,
     samples: usize,
@@ -112,12 +118,11 @@ pub struct StreamProvenance {
     /// End-of-run candidates: whether to keep them, the judged runtime.
     end_candidates: bool,
     use_inclusive: bool,
-    /// Steps in which each function ran on this stream so far.
-    steps_with: Vec<u32>,
-    /// Whether each function ran in the current step.
-    seen_now: Vec<bool>,
-    /// This step's candidates: [`YOUNG_SLOTS`] per function, the slowest
-    /// first, `young_len[f]` of them used.
+    /// By function: steps in which it ran on this stream so far, counted
+    /// up to `YOUNG_STEPS + 1` (all the candidates need; 1 byte).
+    steps_with: Vec<u8>,
+    /// This step's candidates: [`YOUNG_SLOTS`] per function of the step
+    /// (by place), the slowest first, `young_len[k]` of them used.
     young: Vec<YoungCandidate>,
     young_len: Vec<u32>,
     /// Candidate records built on this stream so far.
@@ -190,25 +195,48 @@ impl StreamProvenance {
     /// [`StreamProvenance::offer`] for every execution as it is labelled,
     /// [`StreamProvenance::collect_step`] once, and
     /// [`StreamProvenance::trim`] once.
-    pub fn begin_step(&mut self, n_functions: usize, opts: &ProvenanceOptions) {
+    pub fn begin_step(&mut self, opts: &ProvenanceOptions) {
         self.anomalies.clear();
         self.samples = opts.normal_samples;
         self.min_anomaly_us = opts.min_anomaly_us;
-        self.cand_len.clear();
-        self.cand_len.resize(n_functions, 0);
-        self.cand
-            .resize(n_functions * self.samples, Candidate::default());
         self.end_candidates = opts.end_candidates;
         self.use_inclusive = opts.use_inclusive;
-        if self.end_candidates {
-            self.steps_with.resize(n_functions, 0);
-            self.seen_now.clear();
-            self.seen_now.resize(n_functions, false);
-            self.young_len.clear();
-            self.young_len.resize(n_functions, 0);
-            self.young
-                .resize(n_functions * YOUNG_SLOTS, YoungCandidate::default());
+        for f in self.step_functions.drain(..) {
+            self.slot[f as usize] = 0;
         }
+        self.cand.clear();
+        self.cand_len.clear();
+        self.young.clear();
+        self.young_len.clear();
+    }
+
+    /// The place of function `f` among this step's functions, made on its
+    /// first execution of the step (which also counts the step for the
+    /// end-of-run candidates).
+    #[inline]
+    fn place(&mut self, f: u32) -> usize {
+        let fi = f as usize;
+        if fi >= self.slot.len() {
+            self.slot.resize((fi + 1).next_power_of_two(), 0);
+        }
+        if self.slot[fi] > 0 {
+            return self.slot[fi] as usize - 1;
+        }
+        self.step_functions.push(f);
+        self.slot[fi] = self.step_functions.len() as u32;
+        self.cand
+            .extend(std::iter::repeat_n(Candidate::default(), self.samples));
+        self.cand_len.push(0);
+        if self.end_candidates {
+            if fi >= self.steps_with.len() {
+                self.steps_with.resize(self.slot.len(), 0);
+            }
+            let s = &mut self.steps_with[fi];
+            *s = (*s + 1).min(YOUNG_STEPS as u8 + 1);
+            self.young.extend([YoungCandidate::default(); YOUNG_SLOTS]);
+            self.young_len.push(0);
+        }
+        self.step_functions.len() - 1
     }
 
     /// Notes an execution for the end-of-run candidates: counts the steps
@@ -216,16 +244,9 @@ impl StreamProvenance {
     /// this step when it was labelled normal while the model was young.
     #[inline]
     fn offer_young(&mut self, i: usize, e: &Execution, v: Verdict, prediction: Option<Prediction>) {
-        let f = e.function as usize;
-        let (Some(seen), Some(steps)) = (self.seen_now.get_mut(f), self.steps_with.get_mut(f))
-        else {
-            return;
-        };
-        if !*seen {
-            *seen = true;
-            *steps += 1;
-        }
-        if *steps > YOUNG_STEPS || v.label != Label::Normal {
+        let k = self.place(e.function);
+        let steps = self.steps_with[e.function as usize];
+        if steps as u32 > YOUNG_STEPS || v.label != Label::Normal {
             return;
         }
         let c = YoungCandidate {
@@ -236,8 +257,8 @@ impl StreamProvenance {
             id: e.id,
             index: i as u32,
         };
-        let list = &mut self.young[f * YOUNG_SLOTS..(f + 1) * YOUNG_SLOTS];
-        let used = self.young_len[f] as usize;
+        let list = &mut self.young[k * YOUNG_SLOTS..(k + 1) * YOUNG_SLOTS];
+        let used = self.young_len[k] as usize;
         if used == YOUNG_SLOTS && !c.before(&list[YOUNG_SLOTS - 1]) {
             return;
         }
@@ -247,7 +268,7 @@ impl StreamProvenance {
             list.swap(at, at - 1);
             at -= 1;
         }
-        self.young_len[f] = (used + 1).min(YOUNG_SLOTS) as u32;
+        self.young_len[k] = (used + 1).min(YOUNG_SLOTS) as u32;
     }
 
     /// Notes execution `i` of the step with its verdict: an anomaly to
@@ -266,12 +287,10 @@ impl StreamProvenance {
                 self.anomalies.push(i as u32);
             }
             Label::Normal if self.samples > 0 => {
-                let f = e.function as usize;
-                let Some(len) = self.cand_len.get_mut(f) else {
-                    return;
-                };
+                let k = self.place(e.function);
                 let n = self.samples;
-                let list = &mut self.cand[f * n..(f + 1) * n];
+                let len = &mut self.cand_len[k];
+                let list = &mut self.cand[k * n..(k + 1) * n];
                 let c = Candidate {
                     score: v.score,
                     id: e.id,
@@ -314,12 +333,16 @@ impl StreamProvenance {
         }
         // End-of-run candidates, in function order (deterministic), those
         // already recorded as normal samples left out.
-        for f in 0..self.young_len.len() {
-            for k in 0..self.young_len[f] as usize {
+        let mut by_function: Vec<(u32, usize)> = (0..self.young_len.len())
+            .map(|k| (self.step_functions[k], k))
+            .collect();
+        by_function.sort_unstable();
+        for (_, p) in by_function {
+            for k in 0..self.young_len[p] as usize {
                 if self.young_kept >= MAX_CANDIDATES_PER_STREAM {
                     break;
                 }
-                let i = self.young[f * YOUNG_SLOTS + k].index;
+                let i = self.young[p * YOUNG_SLOTS + k].index;
                 if picked_normals.binary_search(&i).is_err() {
                     self.record(ctx, i as usize, candidates);
                     self.young_kept += 1;
@@ -355,11 +378,18 @@ impl StreamProvenance {
             return normals;
         }
         for f in wanted {
-            let used = self.cand_len.get(f as usize).copied().unwrap_or(0) as usize;
+            let place = match self.slot.get(f as usize) {
+                Some(&s) if s > 0 => s as usize - 1,
+                _ => {
+                    self.outstanding_normal.push(f);
+                    continue;
+                }
+            };
+            let used = self.cand_len[place] as usize;
             if used == 0 {
                 self.outstanding_normal.push(f);
             }
-            let start = f as usize * n;
+            let start = place * n;
             normals.extend(self.cand[start..start + used].iter().map(|c| c.index));
         }
         normals.sort_unstable();

@@ -56,9 +56,7 @@ impl Pipeline<'_> {
                 }
                 index += 1;
                 if profiling {
-                    profiles
-                        .function(e.function)
-                        .profile(e.inclusive(), e.exclusive);
+                    profiles.profile(e.function, e.inclusive(), e.exclusive);
                 }
             };
             s.calls
@@ -78,7 +76,7 @@ impl Pipeline<'_> {
         if st.profiling {
             for s in &st.streams {
                 for c in s.out.counters.iter().chain(&s.out.node_state) {
-                    st.profiles.counter(c.counter).push(c.value);
+                    st.profiles.counter(c.counter, c.value);
                 }
             }
         }
