@@ -328,7 +328,10 @@ impl Histogram {
         } else if v >= self.max {
             BinPos::In(n - 1)
         } else {
-            let mut b = ((v - self.start) / self.bin_width).floor() as usize;
+            // `floor` then `as usize` is `as usize` alone (truncation
+            // towards zero, saturating at 0), without a call to `floor`
+            // (not an instruction on baseline x86-64).
+            let mut b = ((v - self.start) / self.bin_width) as usize;
             // Edges are *defined* as start + b·w: a value on (or, through
             // rounding, below) that edge belongs to the bin before.
             if b > 0 && v <= self.lower_edge(b) {
