@@ -385,8 +385,17 @@ impl Collectives {
 
     /// Reduces one round of a detector's partial model over all ranks (exact
     /// integer ops; see `detect::reduce_step` for multi-round detectors).
-    /// The reduced wire goes into `out`, whose buffers are reused.
-    pub fn reduce_wire_into(&self, w: &Wire, out: &mut Wire) {
+    /// The reduced wire goes into `out`, whose buffers are reused. On one
+    /// rank the reduction is the wire itself: it is moved into `out`
+    /// instead of having MPI copy its megabytes (counted all the same).
+    pub fn reduce_wire_into(&self, w: Wire, out: &mut Wire) {
+        if self.size() == 1 {
+            for v in [&w.sum, &w.min, &w.max, &w.or] {
+                self.count(std::mem::size_of_val(&v[..]), std::mem::size_of_val(&v[..]));
+            }
+            *out = w;
+            return;
+        }
         self.allreduce_into(&w.sum, &mut out.sum, SystemOperation::sum());
         self.allreduce_into(&w.min, &mut out.min, SystemOperation::min());
         self.allreduce_into(&w.max, &mut out.max, SystemOperation::max());

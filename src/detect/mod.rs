@@ -94,18 +94,19 @@ pub fn reduce_step(
     first: Wire,
     mut reduce: impl FnMut(&Wire) -> Wire,
 ) -> usize {
-    reduce_step_into(det, first, &mut Vec::new(), |w, out| *out = reduce(w))
+    reduce_step_into(det, first, &mut Vec::new(), |w, out| *out = reduce(&w))
 }
 
 /// [`reduce_step`] with each round's reduction written into a wire of
 /// `buffers` (one per round, kept by the caller from step to step), so
 /// that the receive buffers — megabytes per step at 10⁴ functions — are
-/// allocated and zeroed once per run, not every step.
+/// allocated and zeroed once per run, not every step. `reduce` takes the
+/// wire itself (on one rank it is its own reduction).
 pub fn reduce_step_into(
     det: &mut dyn Detector,
     first: Wire,
     buffers: &mut Vec<Wire>,
-    mut reduce: impl FnMut(&Wire, &mut Wire),
+    mut reduce: impl FnMut(Wire, &mut Wire),
 ) -> usize {
     let mut wire = first;
     let mut bytes = 0;
@@ -114,7 +115,7 @@ pub fn reduce_step_into(
         if buffers.len() <= round {
             buffers.push(Wire::default());
         }
-        reduce(&wire, &mut buffers[round]);
+        reduce(wire, &mut buffers[round]);
         det.merge_reduced(&buffers[round]);
         match det.next_round() {
             Some(next) => wire = next,

@@ -21,7 +21,8 @@
 
 use super::exact::Moments;
 use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
-use super::histogram::{BinWidth, Histogram, HistogramError, Piece, MAX_MERGED_BINS};
+use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
+use super::rebin::{rebin_into, Piece};
 use crate::detect::Wire;
 
 /// log2 of the number of buckets per octave.
@@ -219,7 +220,7 @@ impl FineHist {
         h.reset_grid(min, max, width, filled)?;
         filled.clear();
         let pieces = self.buckets().map(|(lo, hi, c)| Piece::integers(lo, hi, c));
-        super::histogram::rebin_into(pieces, h, filled);
+        rebin_into(pieces, h, filled);
         Ok(())
     }
 

@@ -2,19 +2,21 @@
 //! `reference/chimbuko-algorithms.md` §2): bins `(start + b·w, start + (b+1)·w]`
 //! whose last upper edge is exactly `max`, the first edge `1e-6·w` below the
 //! minimum, bin-width rules (Scott, fixed number of bins, ...), `getBin` with a
-//! tolerance, rebinning by "uniform integer" splitting, negation, the
-//! empirical CDF and the histogram skewness.
+//! tolerance, negation, the empirical CDF and the histogram skewness;
+//! rebinning by "uniform integer" splitting is in [`super::rebin`].
 //!
 //! HBOS and COPOD label against histograms built with these rules. In this
 //! crate the histogram that is *merged* across ranks and steps is the exact
 //! fine histogram of [`super::fine`]; the labelling histogram is derived from
-//! it after every merge with [`rebin`] (see [`super::fine::FineHist::labelling_histogram`]).
+//! it after every merge by rebinning (see
+//! [`super::fine::FineHist::labelling_histogram`]).
 //! Everything here is deterministic floating-point arithmetic on exact inputs,
 //! so the result is the same on every rank.
 //!
 //! This file is long because of its unit tests (the `tests` module): the
 //! reference's binning rules have many edge cases, each pinned by a test.
 
+use super::rebin::{rebin, Piece};
 use serde_json::json;
 
 /// The first bin edge sits this fraction of a bin width below the minimum,
@@ -74,7 +76,7 @@ pub enum HistogramError {
 
 /// Width `(max − min)/(k − 1e-6 − 0.001)`: with the first edge `1e-6·w`
 /// below min this yields exactly `k` bins.
-fn width_for_nbins(min: f64, max: f64, k: usize) -> f64 {
+pub(super) fn width_for_nbins(min: f64, max: f64, k: usize) -> f64 {
     (max - min) / (k as f64 - LOWER_SHIFT - 0.001)
 }
 
@@ -328,7 +330,10 @@ impl Histogram {
         } else if v >= self.max {
             BinPos::In(n - 1)
         } else {
-            let mut b = ((v - self.start) / self.bin_width).floor() as usize;
+            // `floor` then `as usize` is `as usize` alone (truncation
+            // towards zero, saturating at 0), without a call to `floor`
+            // (not an instruction on baseline x86-64).
+            let mut b = ((v - self.start) / self.bin_width) as usize;
             // Edges are *defined* as start + b·w: a value on (or, through
             // rounding, below) that edge belongs to the bin before.
             if b > 0 && v <= self.lower_edge(b) {
@@ -498,250 +503,6 @@ impl Histogram {
     }
 }
 
-/// A source bin for rebinning: `count` spread uniformly over its content.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Piece {
-    kind: PieceKind,
-    count: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum PieceKind {
-    /// The real interval `(lo, hi]`.
-    Span { lo: f64, hi: f64 },
-    /// The integers `lo..=hi` (a fine bucket of integer microseconds).
-    Integers { lo: u64, hi: u64 },
-    /// One value (a delta-function histogram).
-    Point(f64),
-}
-
-impl Piece {
-    /// `count` spread uniformly over the real interval `(lo, hi]`.
-    pub fn span(lo: f64, hi: f64, count: f64) -> Self {
-        Piece {
-            kind: PieceKind::Span { lo, hi },
-            count,
-        }
-    }
-
-    /// `count` spread uniformly over the integers `lo..=hi` (a fine bucket
-    /// of integer microseconds).
-    pub fn integers(lo: u64, hi: u64, count: u64) -> Self {
-        Piece {
-            kind: PieceKind::Integers { lo, hi },
-            count: count as f64,
-        }
-    }
-
-    /// `count` values all equal to `v`.
-    pub fn point(v: f64, count: f64) -> Self {
-        Piece {
-            kind: PieceKind::Point(v),
-            count,
-        }
-    }
-
-    /// Everything in the piece is `<= a`.
-    fn at_or_below(&self, a: f64) -> bool {
-        match self.kind {
-            PieceKind::Span { hi, .. } => hi <= a,
-            PieceKind::Integers { hi, .. } => (hi as f64) <= a,
-            PieceKind::Point(v) => v <= a,
-        }
-    }
-
-    /// Where the piece starts (its lowest content).
-    fn low(&self) -> f64 {
-        match self.kind {
-            PieceKind::Span { lo, .. } => lo,
-            PieceKind::Integers { lo, .. } => lo as f64,
-            PieceKind::Point(v) => v,
-        }
-    }
-
-    /// Everything in the piece is `> a`.
-    fn above(&self, a: f64) -> bool {
-        match self.kind {
-            PieceKind::Span { lo, .. } => lo >= a,
-            PieceKind::Integers { lo, .. } => (lo as f64) > a,
-            PieceKind::Point(v) => v > a,
-        }
-    }
-
-    /// Fraction of the piece's content `<= a` (the piece straddles `a`).
-    fn fraction_at_or_below(&self, a: f64) -> f64 {
-        match self.kind {
-            PieceKind::Span { lo, hi } => (a - lo) / (hi - lo),
-            PieceKind::Integers { lo, hi } => {
-                // Integers lo..=floor(a) of the hi − lo + 1 in the piece.
-                let below = (a.floor() - lo as f64 + 1.0).clamp(0.0, (hi - lo + 1) as f64);
-                below / (hi - lo + 1) as f64
-            }
-            PieceKind::Point(v) => f64::from(u8::from(v <= a)),
-        }
-    }
-
-    /// Keeps only the content above `a`.
-    fn keep_above(&mut self, a: f64) {
-        match &mut self.kind {
-            PieceKind::Span { lo, .. } => *lo = a,
-            PieceKind::Integers { lo, .. } => *lo = a.floor() as u64 + 1,
-            PieceKind::Point(_) => {}
-        }
-    }
-
-    /// Splits the count at `a` with the reference's rounding: each side
-    /// gets `floor(f·c + 0.5)`, and what rounding lost or added goes to the
-    /// larger side (the left one on a tie). Returns (left, right).
-    fn split_count(&self, a: f64) -> (f64, f64) {
-        let f0 = self.fraction_at_or_below(a);
-        let f1 = 1.0 - f0;
-        let c = self.count;
-        let (mut o0, mut o1) = ((f0 * c + 0.5).floor(), (f1 * c + 0.5).floor());
-        let debt = c - o0 - o1;
-        if f1 > f0 {
-            o1 += debt;
-        } else {
-            o0 += debt;
-        }
-        (o0, o1)
-    }
-}
-
-/// Rebins `pieces` (sorted, non-overlapping) onto contiguous target bins
-/// `edges` (each `(l, u]`, in increasing order) with the reference's
-/// uniform-integer splitting (`extractUniformCountInRangesInt`): a piece
-/// that straddles a target edge is split there; content below the first
-/// target edge is left out, content above the last edge is left out.
-pub fn rebin(pieces: Vec<Piece>, edges: &[(f64, f64)]) -> Vec<u64> {
-    let mut out = vec![0u64; edges.len()];
-    let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0).peekable();
-    let mut current: Option<Piece> = pieces.next();
-    for (slot, &(l, u)) in out.iter_mut().zip(edges) {
-        // Content at or below this bin's lower edge no longer belongs to any
-        // target: drop whole pieces, and the lower part of a straddling one.
-        while let Some(p) = current {
-            if p.at_or_below(l) {
-                current = pieces.next();
-            } else {
-                if !p.above(l) {
-                    let (_, right) = p.split_count(l);
-                    let mut q = p;
-                    q.keep_above(l);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        // Collect what lies in (l, u].
-        let mut got = 0.0f64;
-        while let Some(p) = current {
-            if p.at_or_below(u) {
-                got += p.count;
-                current = pieces.next();
-            } else {
-                if !p.above(u) {
-                    let (left, right) = p.split_count(u);
-                    got += left;
-                    let mut q = p;
-                    q.keep_above(u);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        *slot = got.max(0.0) as u64;
-    }
-    out
-}
-
-/// [`rebin`] of `pieces` onto the bins of `h` itself (zero counts, e.g.
-/// from [`Histogram::reset_grid`]), into `h.counts`; the bins that
-/// received counts are appended to `filled`, in increasing order.
-///
-/// The same result as `rebin(pieces, &h.edges())`, without walking every
-/// bin: a bin whose upper edge lies below the current piece receives
-/// nothing and leaves the piece as it is, and the upper edges
-/// `start + (b+1)·width` never decrease with `b` (except, perhaps, for
-/// the last one, `max`, which is always visited), so the walk jumps over
-/// such runs of bins, to the first whose upper edge reaches the piece
-/// (found from the bin width, then checked against the edges). The work
-/// then follows the pieces — a few dozen fine buckets — not the bins (200
-/// for HBOS).
-pub fn rebin_into(
-    pieces: impl IntoIterator<Item = Piece>,
-    h: &mut Histogram,
-    filled: &mut Vec<usize>,
-) {
-    let n = h.nbin();
-    let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0);
-    let mut current: Option<Piece> = pieces.next();
-    let mut b = 0;
-    while b < n {
-        let Some(p) = current else {
-            break;
-        };
-        if b + 1 < n && p.above(h.upper_edge(b)) {
-            // The first bin (at most the last) whose upper edge reaches p:
-            // from where the bin width puts p, a step or two either way.
-            let from = b;
-            let guess = ((p.low() - h.start) / h.bin_width) as usize;
-            b = guess.saturating_sub(1).clamp(from + 1, n - 1);
-            while b + 1 < n && p.above(h.upper_edge(b)) {
-                b += 1;
-            }
-            while b > from + 1 && !p.above(h.upper_edge(b - 1)) {
-                b -= 1;
-            }
-        }
-        // From here on, `rebin`'s step for bin b, with its edges.
-        let l = if b == 0 {
-            h.lower_edge(0)
-        } else {
-            h.upper_edge(b - 1)
-        };
-        let u = h.upper_edge(b);
-        while let Some(p) = current {
-            if p.at_or_below(l) {
-                current = pieces.next();
-            } else {
-                if !p.above(l) {
-                    let (_, right) = p.split_count(l);
-                    let mut q = p;
-                    q.keep_above(l);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        let mut got = 0.0f64;
-        while let Some(p) = current {
-            if p.at_or_below(u) {
-                got += p.count;
-                current = pieces.next();
-            } else {
-                if !p.above(u) {
-                    let (left, right) = p.split_count(u);
-                    got += left;
-                    let mut q = p;
-                    q.keep_above(u);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        h.counts[b] = got.max(0.0) as u64;
-        if h.counts[b] > 0 {
-            filled.push(b);
-        }
-        b += 1;
-    }
-}
-
 /// `sign(x)` with `sign(0) = sign(NaN) = 0`.
 pub fn sign(x: f64) -> f64 {
     if x > 0.0 {
@@ -805,47 +566,6 @@ mod tests {
         assert_eq!(x.get_bin(0.2, 0.05), BinPos::In(0));
         assert_eq!(x.get_bin(0.20001, 0.05), BinPos::In(1));
         assert_eq!(x.get_bin(0.5, 0.05), BinPos::In(3));
-    }
-
-    #[test]
-    fn rebin_into_gives_what_rebin_gives() {
-        let mut seed = 5u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n.max(1)
-        };
-        let mut filled = Vec::new();
-        for _ in 0..3000 {
-            // Integer buckets (some several integers wide), or real spans.
-            let mut pieces = Vec::new();
-            let mut at = next(1000);
-            let (min, mut max) = (at as f64, at as f64);
-            for _ in 0..1 + next(40) {
-                let wide = next(3) == 0;
-                let hi = at + if wide { next(20) } else { 0 };
-                let c = next(4) * (1 + next(50));
-                if next(5) == 0 {
-                    pieces.push(Piece::span(at as f64, hi as f64 + 0.5, c as f64));
-                } else {
-                    pieces.push(Piece::integers(at, hi, c));
-                }
-                max = hi as f64 + 0.5;
-                at = hi + 1 + next(3) * next(30);
-            }
-            let bins = [1, 2, 7, 200, 1000][next(5) as usize];
-            let width = width_for_nbins(min, max, bins) * [1.0, 0.37, 3.1][next(3) as usize];
-            let Ok(mut h) = Histogram::empty_grid(min, max, width) else {
-                continue;
-            };
-            let want = rebin(pieces.clone(), &h.edges());
-            filled.clear();
-            rebin_into(pieces, &mut h, &mut filled);
-            assert_eq!(h.counts, want);
-            let nonzero: Vec<usize> = (0..want.len()).filter(|&b| want[b] > 0).collect();
-            assert_eq!(filled, nonzero);
-        }
     }
 
     #[test]

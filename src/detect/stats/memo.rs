@@ -12,6 +12,10 @@
 #[derive(Debug, Clone)]
 pub struct Memo {
     f: fn(f64) -> f64,
+    /// The slot of `x`: the top bits of `bits(x)·K`, which depend on every
+    /// bit of `x` (arguments a power of two apart differ in their top
+    /// bits only), this many bits down.
+    shift: u32,
     keys: Vec<u64>,
     values: Vec<f64>,
 }
@@ -23,6 +27,7 @@ impl Memo {
         // A NaN key: only finite arguments are looked up.
         Memo {
             f,
+            shift: 64 - slots.trailing_zeros(),
             keys: vec![u64::MAX; slots],
             values: vec![0.0; slots],
         }
@@ -35,14 +40,21 @@ impl Memo {
             return (self.f)(x);
         }
         let bits = x.to_bits();
-        let slot =
-            (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & (self.keys.len() - 1);
+        let slot = slot_of(bits, self.shift);
         if self.keys[slot] != bits {
             self.keys[slot] = bits;
             self.values[slot] = (self.f)(x);
         }
         self.values[slot]
     }
+}
+
+/// The slot of argument bits `bits` (see `Memo`'s `shift`; one slot: 0).
+#[inline]
+fn slot_of(bits: u64, shift: u32) -> usize {
+    bits.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .checked_shr(shift)
+        .unwrap_or(0) as usize
 }
 
 #[cfg(test)]
@@ -58,5 +70,20 @@ mod tests {
         }
         assert!(m.get(f64::NAN).is_nan());
         assert_eq!(m.get(f64::NEG_INFINITY), 0.0);
+        let mut one = Memo::new(f64::log2, 1);
+        assert_eq!(one.get(8.0), 3.0);
+        assert_eq!(one.get(4.0), 2.0);
+    }
+
+    #[test]
+    fn arguments_a_power_of_two_apart_get_slots_of_their_own() {
+        // −d²/18 for d = 1, 2, 4, 8 (kernel weights) differ in their
+        // exponents only.
+        let m = Memo::new(f64::exp, 2048);
+        let slots: std::collections::HashSet<usize> = [1.0f64, 2.0, 4.0, 8.0]
+            .iter()
+            .map(|d| slot_of((-d * d / 18.0).to_bits(), m.shift))
+            .collect();
+        assert_eq!(slots.len(), 4);
     }
 }

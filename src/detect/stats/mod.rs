@@ -7,10 +7,12 @@
 //!   from them;
 //! - [`fine`]: the fine histogram on a fixed global bucket grid, reduced in
 //!   two rounds (which buckets, then their counts);
-//! - [`histogram`]: the labelling histogram derived from the fine one;
+//! - [`histogram`]: the labelling histogram derived from the fine one, and
+//!   [`rebin`]: how the fine counts are spread onto its bins;
 //! - [`memo`]: a memo of a pure function by its argument's exact bits.
 
 pub mod exact;
 pub mod fine;
 pub mod histogram;
 pub mod memo;
+pub mod rebin;
