@@ -9,7 +9,8 @@
 use super::stats::fine::{
     bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS,
 };
-use super::{fnv1a, moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
+use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
+use crate::util::hash::Fnv1a;
 
 /// The detector-specific part: how a labelling model is derived from the
 /// fine histogram, and how it scores a runtime.
@@ -228,12 +229,16 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
     }
 
     fn digest(&self) -> u64 {
+        // One function's words at a time into the running hash.
+        let mut hash = Fnv1a::default();
         let mut words = Vec::new();
         for (h, m) in self.fine.global.iter().zip(&self.models) {
+            words.clear();
             h.digest_words(&mut words);
             self.kernel.digest_words(m, &mut words);
+            hash.write_words(&words);
         }
-        fnv1a(words)
+        hash.finish()
     }
 }
 

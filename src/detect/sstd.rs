@@ -6,7 +6,8 @@
 
 use super::stats::exact::Moments;
 use super::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
-use super::{fnv1a, moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
+use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
+use crate::util::hash::Fnv1a;
 
 /// SSTD parameters.
 #[derive(Debug, Clone)]
@@ -228,13 +229,17 @@ impl Detector for Sstd {
     }
 
     fn digest(&self) -> u64 {
-        let mut words = Vec::with_capacity(self.global.len() * MOMENT_SUM_WORDS);
+        // One function's words at a time into the running hash.
+        let mut hash = Fnv1a::default();
+        let mut words = Vec::with_capacity(MOMENT_SUM_WORDS + 2);
         for m in &self.global {
+            words.clear();
             m.sum_words(&mut words);
             words.push(m.min);
             words.push(m.max);
+            hash.write_words(&words);
         }
-        fnv1a(words)
+        hash.finish()
     }
 }
 

@@ -21,12 +21,41 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 
 /// FNV-1a (64-bit) over bytes.
 pub fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    let mut h = Fnv1a::default();
+    h.write(bytes);
+    h.finish()
+}
+
+/// FNV-1a fed piece by piece: the digest of a whole model is taken one
+/// function at a time, so that it never needs all the words at once (tens
+/// of megabytes at 10^5 functions).
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
     }
-    h
+}
+
+impl Fnv1a {
+    /// Continues the hash over `bytes`.
+    pub fn write(&mut self, bytes: impl IntoIterator<Item = u8>) {
+        for b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// Continues the hash over the little-endian bytes of `words`.
+    pub fn write_words(&mut self, words: &[u64]) {
+        self.write(words.iter().flat_map(|w| w.to_le_bytes()));
+    }
+
+    /// The hash of everything written so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 #[cfg(test)]
@@ -38,6 +67,17 @@ mod tests {
         // FNV-1a of "" and "a" (the published test vectors).
         assert_eq!(fnv1a([]), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(*b"a"), 0xaf63_dc4c_8601_ec8c);
+        // Fed in pieces, the same as at once.
+        let mut h = Fnv1a::default();
+        h.write(*b"ab");
+        h.write_words(&[7, u64::MAX]);
+        let at_once: Vec<u8> = b"ab"
+            .iter()
+            .copied()
+            .chain(7u64.to_le_bytes())
+            .chain(u64::MAX.to_le_bytes())
+            .collect();
+        assert_eq!(h.finish(), fnv1a(at_once));
         // SplitMix64 from state 0: its published first output.
         let mut s = 0;
         assert_eq!(splitmix64(&mut s), 0xe220_a839_7b1d_cdaf);
