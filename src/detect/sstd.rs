@@ -8,6 +8,7 @@ use super::stats::exact::Moments;
 use super::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 use crate::util::hash::Fnv1a;
+use crate::util::slots::Touched;
 
 /// SSTD parameters.
 #[derive(Debug, Clone)]
@@ -35,7 +36,7 @@ pub struct Sstd {
     /// Per-function σ overrides, by global function index.
     sigma_of: Vec<Option<f64>>,
     global: Vec<ExactMoments>,
-    partial: Vec<ExactMoments>,
+    partial: Touched<ExactMoments>,
     /// Mean, stddev and thresholds derived from `global`, refreshed after
     /// each merge so that labelling is a couple of compares per execution.
     derived: Vec<Derived>,
@@ -59,7 +60,7 @@ impl Sstd {
             params,
             sigma_of: Vec::new(),
             global: Vec::new(),
-            partial: Vec::new(),
+            partial: Touched::default(),
             derived: Vec::new(),
             active: None,
         }
@@ -125,15 +126,14 @@ impl Detector for Sstd {
     fn ensure_functions(&mut self, n: usize) {
         if self.global.len() < n {
             self.global.resize(n, ExactMoments::default());
-            self.partial.resize(n, ExactMoments::default());
             self.derived.resize(n, Derived::default());
         }
     }
 
     #[inline]
     fn observe(&mut self, function: u32, value: u64) {
-        if let Some(m) = self.partial.get_mut(function as usize) {
-            m.push(value);
+        if (function as usize) < self.global.len() {
+            self.partial.entry(function).push(value);
         }
     }
 
@@ -142,7 +142,7 @@ impl Detector for Sstd {
     }
 
     fn take_partial(&mut self) -> Wire {
-        let fs = super::wire_functions(&self.active, self.partial.len());
+        let fs = super::wire_functions(&self.active, self.global.len());
         let n = fs.len();
         let mut wire = Wire {
             sum: Vec::with_capacity(n * MOMENT_SUM_WORDS),
@@ -150,14 +150,16 @@ impl Detector for Sstd {
             max: Vec::with_capacity(n),
             or: Vec::new(),
         };
+        let none = ExactMoments::default();
         for &f in &fs {
-            let m = &mut self.partial[f];
+            // A function of the wire that did not run here adds nothing.
+            let m = self.partial.get(f).unwrap_or(&none);
             m.sum_words(&mut wire.sum);
             // Empty partials must not win a MIN/MAX reduction.
             wire.min.push(if m.n == 0 { u64::MAX } else { m.min });
             wire.max.push(if m.n == 0 { 0 } else { m.max });
-            *m = ExactMoments::default();
         }
+        self.partial.reset(|m| *m = ExactMoments::default());
         wire
     }
 

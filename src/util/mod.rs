@@ -1,8 +1,10 @@
 //! Small helpers shared by several rooms: CSV fields and lines
-//! ([`csv`]), stable hashes ([`hash`]), UTC dates ([`utc`]), the launcher's rank ([`launcher`]).
+//! ([`csv`]), stable hashes ([`hash`]), UTC dates ([`utc`]), the launcher's rank ([`launcher`]),
+//! per-function values of the functions touched in a step ([`slots`]).
 
 pub mod csv;
 pub mod hash;
 pub mod launcher;
 pub mod same_on_every_rank;
+pub mod slots;
 pub mod utc;

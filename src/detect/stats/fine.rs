@@ -24,6 +24,7 @@ use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
 use super::rebin::{rebin_into, Piece};
 use crate::detect::Wire;
+use crate::util::slots::Touched;
 
 /// log2 of the number of buckets per octave.
 pub const SUB_BITS: u32 = 7;
@@ -285,7 +286,8 @@ enum Round {
 pub struct FineModel {
     /// The global histogram of each function (identical on every rank).
     pub global: Vec<FineHist>,
-    partial: Vec<FineHist>,
+    /// This rank's additions of the step, for the functions it ran only.
+    partial: Touched<FineHist>,
     round: Round,
     /// Per function: steps in which it had data, and bucket groups whose
     /// counts were reduced in those steps (the round-2 payload).
@@ -313,7 +315,6 @@ impl FineModel {
     pub fn ensure_functions(&mut self, n: usize) {
         if self.global.len() < n {
             self.global.resize_with(n, FineHist::default);
-            self.partial.resize_with(n, FineHist::default);
             self.traffic.resize(n, Traffic::default());
         }
     }
@@ -322,8 +323,8 @@ impl FineModel {
     /// step (ignored for a function beyond [`FineModel::ensure_functions`]).
     #[inline]
     pub fn observe(&mut self, function: u32, value: u64) {
-        if let Some(h) = self.partial.get_mut(function as usize) {
-            h.push(value);
+        if (function as usize) < self.global.len() {
+            self.partial.entry(function).push(value);
         }
     }
 
@@ -336,8 +337,9 @@ impl FineModel {
     /// Round 1: per function the moments (SUM), min/MIN, max/MAX and the
     /// group mask (BOR). The partial counts stay until round 2.
     pub fn take_partial(&mut self) -> Wire {
-        let fs = crate::detect::wire_functions(&self.active, self.partial.len());
+        let fs = crate::detect::wire_functions(&self.active, self.global.len());
         let n = fs.len();
+        let mut nothing = FineHist::default();
         let mut w = Wire {
             sum: Vec::with_capacity(n * ROUND1_SUM_WORDS),
             min: Vec::with_capacity(n),
@@ -345,7 +347,8 @@ impl FineModel {
             or: vec![0; n * MASK_WORDS],
         };
         for (k, &f) in fs.iter().enumerate() {
-            let p = &mut self.partial[f];
+            // A function of the wire that did not run here adds nothing.
+            let p = self.partial.get_mut(f).unwrap_or(&mut nothing);
             p.moments.sum_words(&mut w.sum);
             let empty = p.moments.n == 0;
             w.min.push(if empty { u64::MAX } else { p.moments.min });
@@ -395,7 +398,7 @@ impl FineModel {
     }
 
     fn start_counts_round(&mut self, reduced: &Wire) {
-        let mut functions = crate::detect::wire_functions(&self.active, self.partial.len());
+        let mut functions = crate::detect::wire_functions(&self.active, self.global.len());
         let n = functions
             .len()
             .min(reduced.min.len())
@@ -405,6 +408,7 @@ impl FineModel {
         functions.truncate(n);
         let mut moments = Vec::with_capacity(n);
         let mut sum = Vec::new();
+        let nothing = Counts::default();
         for (k, &f) in functions.iter().enumerate() {
             let words = &reduced.sum[k * ROUND1_SUM_WORDS..(k + 1) * ROUND1_SUM_WORDS];
             moments.push(ExactMoments::from_words(
@@ -413,11 +417,16 @@ impl FineModel {
                 reduced.max[k],
             ));
             let mask = &reduced.or[k * MASK_WORDS..(k + 1) * MASK_WORDS];
+            let counts = self.partial.get(f).map_or(&nothing, |h| &h.counts);
             for g in set_bits(mask) {
-                self.partial[f].counts.group(g, &mut sum);
+                counts.group(g, &mut sum);
             }
-            self.partial[f].counts.clear();
         }
+        // The counts are on the wire: the step's partials are spent.
+        self.partial.reset(|h| {
+            h.counts.clear();
+            h.moments = ExactMoments::default();
+        });
         let masks = reduced.or[..n * MASK_WORDS].to_vec();
         self.round = Round::Counts {
             functions,
