@@ -250,6 +250,11 @@ fn derive_into(
     model
         .normal
         .extend(modes.iter().filter(|(_, n, _)| *n).map(|(m, _, _)| *m));
+    // A model lives as long as its function; most have one normal mode,
+    // and the vector's growth would leave room for four (120 bytes per
+    // function at 10^5 functions). Shrinking happens once per change in
+    // the number of modes, not per derivation.
+    model.normal.shrink_to_fit();
     model.bandwidth = h;
     model.shares_from_history = from_history;
 }
