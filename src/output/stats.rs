@@ -12,7 +12,8 @@
 //! which every rank holds, identical whatever the number of AD ranks. So
 //! the wire and the work of an agreement follow what changed since the
 //! previous one, not every function ever seen, and the totals cost one
-//! [`Profile`] (256 bytes) per function.
+//! [`Profile`] per function (144 bytes; 128 more once its exclusive times
+//! differ from the inclusive ones, i.e. it had children).
 //!
 //! Runtime profiles count every completed execution once (the reference
 //! counts executions held unlabeled again each step; we do not).
@@ -26,12 +27,35 @@ use super::records::RunStatsRow;
 use crate::detect::stats::exact::Moments;
 
 /// The run's runtime profile of one function (all ranks).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Profile {
     /// Inclusive runtimes (µs).
     pub inclusive: ExactMoments,
+    /// Exclusive runtimes (µs), held apart only once they differ from the
+    /// inclusive ones: a function that never had a child (most of them)
+    /// costs one set of moments, not two.
+    exclusive: Option<Box<ExactMoments>>,
+}
+
+impl Profile {
     /// Exclusive runtimes (µs).
-    pub exclusive: ExactMoments,
+    pub fn exclusive(&self) -> &ExactMoments {
+        self.exclusive.as_deref().unwrap_or(&self.inclusive)
+    }
+
+    /// Adds the inclusive and exclusive moments of more executions.
+    fn merge(&mut self, inclusive: &ExactMoments, exclusive: &ExactMoments) {
+        match &mut self.exclusive {
+            Some(e) => e.merge(exclusive),
+            None if inclusive == exclusive => {}
+            None => {
+                let mut e = self.inclusive;
+                e.merge(exclusive);
+                self.exclusive = Some(Box::new(e));
+            }
+        }
+        self.inclusive.merge(inclusive);
+    }
 }
 
 /// What one rank adds to a function's profile between two agreements.
@@ -217,14 +241,10 @@ fn agree(p: &mut Pending, t: &mut Totals, coll: &Collectives, nf: usize, nc: usi
         fill,
         (&counter_sum, &counter_lo),
         |f, s, lo| {
-            let tot = &mut functions[f as usize];
-            tot.inclusive
-                .merge(&ExactMoments::from_words(s, lo[0], !lo[1]));
-            tot.exclusive.merge(&ExactMoments::from_words(
-                &s[MOMENT_SUM_WORDS..],
-                lo[2],
-                !lo[3],
-            ));
+            functions[f as usize].merge(
+                &ExactMoments::from_words(s, lo[0], !lo[1]),
+                &ExactMoments::from_words(&s[MOMENT_SUM_WORDS..], lo[2], !lo[3]),
+            );
             changed.push(f);
         },
     );

@@ -353,7 +353,7 @@ impl VizStream {
                     "name": names.functions.name(fid as u32),
                     "stats": run_stats(&n, 1.0),
                     "inclusive": run_stats(&f.inclusive, 1.0),
-                    "exclusive": run_stats(&f.exclusive, 1.0),
+                    "exclusive": run_stats(f.exclusive(), 1.0),
                 })
             })
             .collect();

@@ -628,12 +628,9 @@ impl ProvenanceWriter {
                     let rows: Vec<FuncStatsRow> = chunk
                         .iter()
                         .map(|&f| {
-                            let p = totals
-                                .functions
-                                .get(f as usize)
-                                .copied()
-                                .unwrap_or_default();
-                            func_stats_row(f, &p, self.anomaly_totals.get(f), names)
+                            let none = Profile::default();
+                            let p = totals.functions.get(f as usize).unwrap_or(&none);
+                            func_stats_row(f, p, self.anomaly_totals.get(f), names)
                         })
                         .collect();
                     let at: Vec<u64> = chunk.iter().map(|&f| f as u64).collect();
@@ -865,7 +862,7 @@ fn func_stats_row(
     };
     row.set_stats(
         run_stats(&p.inclusive, 1.0),
-        run_stats(&p.exclusive, 1.0),
+        run_stats(p.exclusive(), 1.0),
         run_stats(&s.anomaly_count, 1.0),
         run_stats(&s.score, SCORE_SCALE),
         run_stats(&s.severity, 1.0),
