@@ -22,48 +22,91 @@ pub type NameKey = (u32, String);
 pub const COUNTER_MARK: u32 = u32::MAX;
 
 /// One global table: index -> key, key -> index.
+///
+/// Built for 10^5 names of template-heavy codes: the names sit end to end
+/// in one string, and the lookup maps a 64-bit hash of the key to its
+/// index (16 bytes per name, no second copy of the name); the rare key
+/// whose hash another key already holds goes to a small map of its own.
 #[derive(Debug, Default, Clone)]
 pub struct NameTable {
-    /// Key of each global index, in index order.
-    pub keys: Vec<NameKey>,
-    index: HashMap<NameKey, u32>,
+    /// Every name, end to end, in index order.
+    text: String,
+    /// By global index: (program, start of the name in `text`).
+    spans: Vec<(u32, u32)>,
+    /// Hash of a key -> index of the first key with that hash.
+    index: HashMap<u64, u32>,
+    /// Keys whose hash was taken by an earlier, different key.
+    clashes: HashMap<NameKey, u32>,
+}
+
+/// The lookup hash of a key.
+fn key_hash(program: u32, name: &str) -> u64 {
+    crate::util::hash::mix64(crate::util::hash::fnv1a(
+        program.to_le_bytes().into_iter().chain(name.bytes()),
+    ))
 }
 
 impl NameTable {
     /// Global index of `key`, if agreed.
     pub fn get(&self, key: &NameKey) -> Option<u32> {
-        self.index.get(key).copied()
+        self.find(key.0, &key.1)
+    }
+
+    /// Global index of `name` of `program`, if agreed.
+    pub fn find(&self, program: u32, name: &str) -> Option<u32> {
+        let i = *self.index.get(&key_hash(program, name))?;
+        if self.program(i) == program && self.name(i) == name {
+            Some(i)
+        } else {
+            self.clashes.get(&(program, name.to_string())).copied()
+        }
     }
 
     /// Number of names in the table.
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.spans.len()
     }
 
     /// True when the table has no name.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.spans.is_empty()
     }
 
     fn push(&mut self, key: NameKey) -> u32 {
-        if let Some(i) = self.index.get(&key) {
-            return *i;
+        if let Some(i) = self.get(&key) {
+            return i;
         }
-        let i = self.keys.len() as u32;
-        self.index.insert(key.clone(), i);
-        self.keys.push(key);
+        let i = self.spans.len() as u32;
+        match self.index.entry(key_hash(key.0, &key.1)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.clashes.insert(key.clone(), i);
+            }
+        }
+        self.spans.push((key.0, self.text.len() as u32));
+        self.text.push_str(&key.1);
         i
     }
 
     /// Name of global index `i` (`?` when out of range).
     pub fn name(&self, i: u32) -> &str {
-        self.keys.get(i as usize).map_or("?", |k| k.1.as_str())
+        let i = i as usize;
+        let Some(&(_, start)) = self.spans.get(i) else {
+            return "?";
+        };
+        let end = self
+            .spans
+            .get(i + 1)
+            .map_or(self.text.len(), |&(_, next)| next as usize);
+        &self.text[start as usize..end]
     }
 
     /// Program index of global index `i` (0 for counters, which all
     /// programs share, and when out of range).
     pub fn program(&self, i: u32) -> u32 {
-        self.keys.get(i as usize).map_or(0, |k| k.0)
+        self.spans.get(i as usize).map_or(0, |k| k.0)
     }
 }
 
@@ -83,15 +126,13 @@ impl GlobalNames {
         for a in attrs {
             match a {
                 Attribute::Function { name, .. } => {
-                    let key = (program, name.clone());
-                    if self.functions.get(&key).is_none() {
-                        out.push(key);
+                    if self.functions.find(program, name).is_none() {
+                        out.push((program, name.clone()));
                     }
                 }
                 Attribute::Counter { name, .. } => {
-                    let key = (COUNTER_MARK, name.clone());
-                    if self.counters.get(&key).is_none() {
-                        out.push(key);
+                    if self.counters.find(0, name).is_none() {
+                        out.push((COUNTER_MARK, name.clone()));
                     }
                 }
                 _ => {}
@@ -133,11 +174,11 @@ impl GlobalNames {
         for a in attrs {
             match a {
                 Attribute::Function { index, name } => {
-                    let g = self.functions.get(&(program, name.clone()));
+                    let g = self.functions.find(program, name);
                     set(&mut map.functions, *index, g);
                 }
                 Attribute::Counter { index, name } => {
-                    let g = self.counters.get(&(0, name.clone()));
+                    let g = self.counters.find(0, name);
                     set(&mut map.counters, *index, g);
                     set(
                         &mut map.counter_roles,
@@ -156,5 +197,44 @@ impl GlobalNames {
     /// Role of a global counter (for reports).
     pub fn counter_role(&self, i: u32) -> CounterRole {
         IndexMap::role_of_counter_name(self.counters.name(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_back_by_index_and_by_key() {
+        let mut t = NameTable::default();
+        assert_eq!(t.push((0, "main".into())), 0);
+        assert_eq!(t.push((1, "main".into())), 1);
+        assert_eq!(t.push((0, "".into())), 2);
+        assert_eq!(t.push((0, "kernel<int>".into())), 3);
+        assert_eq!(t.push((0, "main".into())), 0, "a known key keeps its index");
+        assert_eq!(t.len(), 4);
+        assert_eq!((t.name(1), t.program(1)), ("main", 1));
+        assert_eq!(t.name(2), "");
+        assert_eq!(t.name(3), "kernel<int>");
+        assert_eq!(t.name(4), "?");
+        assert_eq!(t.find(1, "main"), Some(1));
+        assert_eq!(t.find(0, ""), Some(2));
+        assert_eq!(t.find(2, "main"), None);
+        assert_eq!(t.get(&(0, "kernel<int>".into())), Some(3));
+    }
+
+    #[test]
+    fn a_key_whose_hash_is_taken_is_still_found() {
+        let mut t = NameTable::default();
+        t.push((0, "a".into()));
+        // Pretend "b" hashes like "a": it must land among the clashes.
+        let h = key_hash(0, "b");
+        t.index.insert(h, 0);
+        assert_eq!(t.find(0, "b"), None);
+        assert_eq!(t.push((0, "b".into())), 1);
+        assert_eq!(t.find(0, "b"), Some(1));
+        assert_eq!(t.find(0, "a"), Some(0));
+        assert_eq!(t.push((0, "b".into())), 1);
+        assert_eq!(t.len(), 2);
     }
 }

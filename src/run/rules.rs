@@ -101,7 +101,7 @@ impl FunctionFilter {
     /// Applies the rules to functions `new` of the table, just agreed.
     pub fn add_functions(&mut self, new: &[u32], names: &GlobalNames, detector: &mut dyn Detector) {
         for &f in new {
-            let (_, name) = &names.functions.keys[f as usize];
+            let name = names.functions.name(f);
             if self.ignored.len() <= f as usize {
                 self.ignored.resize(f as usize + 1, false);
             }
