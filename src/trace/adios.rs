@@ -951,44 +951,15 @@ impl StreamReader {
         Ok(names)
     }
 
-    /// Every attribute the stream defines so far, as handles (addresses of
-    /// the engine's attribute objects): a pointer copy each, where
-    /// [`StreamReader::attribute_names`] copies every name.
-    pub fn attribute_handles(&self) -> Result<Vec<usize>> {
-        let mut arr: *mut *mut sys::adios2_attribute = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: io valid; ADIOS2 mallocs the array (freed here), not the
-        // attributes it points to.
-        check(&self.path, "adios2_inquire_all_attributes", unsafe {
-            sys::adios2_inquire_all_attributes(&mut arr, &mut size, self.ctx.io)
-        })?;
-        if arr.is_null() {
-            return Ok(Vec::new());
-        }
-        // SAFETY: `arr` holds `size` attribute pointers.
-        let handles = (0..size).map(|i| unsafe { *arr.add(i) } as usize).collect();
-        // SAFETY: allocated by ADIOS2 with malloc.
-        unsafe { libc_free(arr as *mut c_void) };
-        Ok(handles)
-    }
-
-    /// The name of an attribute given by [`StreamReader::attribute_handles`]
-    /// of the current step.
-    pub fn attribute_name_of(&self, handle: usize) -> Result<String> {
-        let attr = handle as *const sys::adios2_attribute;
-        let mut size = 0usize;
-        // SAFETY: `attr` is a live attribute of this IO (listed this step);
-        // a null buffer asks for the size only.
-        check(&self.path, "adios2_attribute_name", unsafe {
-            sys::adios2_attribute_name(std::ptr::null_mut(), &mut size, attr)
-        })?;
-        let mut buf = vec![0u8; size];
-        // SAFETY: `buf` has room for the `size` bytes ADIOS2 copies.
-        check(&self.path, "adios2_attribute_name", unsafe {
-            sys::adios2_attribute_name(buf.as_mut_ptr().cast(), &mut size, attr)
-        })?;
-        buf.truncate(size);
-        Ok(String::from_utf8_lossy(&buf).into_owned())
+    /// Drops every attribute the IO holds (they were read): the engine
+    /// installs each step's new attributes, so the next listing holds only
+    /// those instead of every attribute defined so far.
+    pub fn forget_attributes(&self) -> Result<()> {
+        // SAFETY: io valid; no handle to an attribute is kept past this
+        // call (the reader copies names and values out before).
+        check(&self.path, "adios2_remove_all_attributes", unsafe {
+            sys::adios2_remove_all_attributes(self.ctx.io)
+        })
     }
 
     /// Reads one attribute's value; `None` if it does not exist.

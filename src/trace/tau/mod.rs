@@ -74,9 +74,6 @@ pub struct TauStreamReader {
     stream: String,
     validator: StepValidator,
     seen_attributes: HashSet<String>,
-    /// Handles of the attributes met so far (see `read_new_attributes`);
-    /// `None` once the engine was seen to re-create them.
-    seen_handles: Option<HashSet<usize>>,
     steps_read: usize,
     /// Row buffers handed back with [`TauStreamReader::recycle`].
     spare: RowBuffers,
@@ -107,7 +104,6 @@ impl TauStreamReader {
             validator: StepValidator::new(opts.program_idx, expected_rank),
             opts,
             seen_attributes: HashSet::new(),
-            seen_handles: Some(HashSet::new()),
             steps_read: 0,
             spare: RowBuffers::default(),
             func_chunk: Vec::new(),
@@ -310,28 +306,13 @@ impl TauStreamReader {
     }
 
     fn read_new_attributes(&mut self, step: &mut TraceStep) -> Result<(), AdiosError> {
-        // The engine lists every attribute defined so far, each step. Only
-        // handles not met before have their names copied: a step costs a
-        // pointer per attribute, not a string (at 10^5 functions, tens of
-        // milliseconds per stream and step). Should the engine re-create
-        // its attribute objects (a new handle with a known name), the
-        // handle cache is dropped for the names.
-        let names = match self.seen_handles.as_mut() {
-            Some(seen) => {
-                let handles = self.reader.attribute_handles()?;
-                let mut names = Vec::new();
-                for h in handles {
-                    if seen.insert(h) {
-                        names.push(self.reader.attribute_name_of(h)?);
-                    }
-                }
-                if names.iter().any(|n| self.seen_attributes.contains(n)) {
-                    self.seen_handles = None;
-                }
-                names
-            }
-            None => self.reader.attribute_names()?,
-        };
+        // Every attribute is dropped from the IO once read (below), so the
+        // engine lists only the attributes it installed since: a step costs
+        // its new names, not every name defined so far (at 10^5 functions,
+        // tens of milliseconds per stream and step, and the engine's copy
+        // of every name). An engine that installs all of them again each
+        // step is still right: known names are skipped.
+        let names = self.reader.attribute_names()?;
         let mut new: Vec<String> = names
             .into_iter()
             .filter(|n| !self.seen_attributes.contains(n))
@@ -348,6 +329,7 @@ impl TauStreamReader {
             step.new_attributes.push(parse_attribute(&key, &value));
             self.seen_attributes.insert(key);
         }
+        self.reader.forget_attributes()?;
         Ok(())
     }
 }
