@@ -17,6 +17,7 @@ use anyhow::bail;
 use crate::collectives::Collectives;
 use crate::detect::{Detector, Label, ModelSnapshot};
 use crate::events::names::GlobalNames;
+use crate::util::bits::{bitset_of, set_bits};
 
 use super::{label_code, COLLECTIONS};
 
@@ -243,28 +244,20 @@ impl ProvenanceWriter {
         names: &GlobalNames,
     ) {
         let n = names.functions.len();
-        let mut bits = vec![0u64; n.div_ceil(64)];
-        for (c, from) in self.collections.iter().zip(self.step_from) {
-            for f in c.functions_since(from) {
-                if let Some(w) = bits.get_mut(f as usize / 64) {
-                    *w |= 1 << (f % 64);
-                }
-            }
-        }
-        let bits = coll.allreduce_or(&bits);
+        let mine = self
+            .collections
+            .iter()
+            .zip(self.step_from)
+            .flat_map(|(c, from)| c.functions_since(from));
+        let bits = coll.allreduce_or(&bitset_of(n, mine));
         let mut row_of = HashMap::new();
         // The set bits only: the step's functions, not every function.
-        for (i, &w) in bits.iter().enumerate() {
-            let mut w = w;
-            while w != 0 {
-                let f = i as u32 * 64 + w.trailing_zeros();
-                w &= w - 1;
-                let row = self.models_total + row_of.len() as u64;
-                row_of.insert(f, row);
-                if coll.rank() == 0 {
-                    let snap = detector.model_snapshot(f);
-                    self.push_model(step, f, &snap, names);
-                }
+        for f in set_bits(&bits) {
+            let row = self.models_total + row_of.len() as u64;
+            row_of.insert(f, row);
+            if coll.rank() == 0 {
+                let snap = detector.model_snapshot(f);
+                self.push_model(step, f, &snap, names);
             }
         }
         self.models_total += row_of.len() as u64;

@@ -8,6 +8,8 @@
 //! 10⁵ functions), identical on every rank and in function order, so the
 //! reduced models are the same as with the dense reduction.
 
+use crate::util::bits::bitset_of;
+
 /// This rank's functions with an execution in the current step.
 #[derive(Debug, Default)]
 pub struct TouchedFunctions {
@@ -35,36 +37,19 @@ impl TouchedFunctions {
     /// ranks (functions `0..n`), then cleared for the next step; costs the
     /// words and the functions touched, not a pass over every function.
     pub fn take_words(&mut self, n: usize) -> Vec<u64> {
-        let mut words = vec![0u64; n.div_ceil(64)];
+        let words = bitset_of(n, self.list.iter().copied());
         for &f in &self.list {
-            let (w, b) = ((f / 64) as usize, f % 64);
-            if let Some(x) = words.get_mut(w) {
-                *x |= 1 << b;
-            }
-            self.bits[w] &= !(1 << b);
+            self.bits[f as usize / 64] &= !(1 << (f % 64));
         }
         self.list.clear();
         words
     }
 }
 
-/// The function indices whose bit is set in `words`, in increasing order.
-pub fn set_functions(words: &[u64]) -> Vec<u32> {
-    let mut out = Vec::new();
-    for (i, &w) in words.iter().enumerate() {
-        let mut w = w;
-        while w != 0 {
-            let b = w.trailing_zeros();
-            out.push(i as u32 * 64 + b);
-            w &= w - 1;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::bits::set_bits;
 
     #[test]
     fn the_set_is_taken_in_order_and_cleared() {
@@ -74,10 +59,10 @@ mod tests {
         }
         let w = t.take_words(200);
         assert_eq!(w.len(), 4);
-        assert_eq!(set_functions(&w), vec![0, 3, 64, 130]);
+        assert_eq!(set_bits(&w).collect::<Vec<_>>(), vec![0, 3, 64, 130]);
         // Cleared: the next step starts empty.
-        assert!(set_functions(&t.take_words(200)).is_empty());
+        assert_eq!(set_bits(&t.take_words(200)).count(), 0);
         t.mark(5);
-        assert_eq!(set_functions(&t.take_words(10)), vec![5]);
+        assert_eq!(set_bits(&t.take_words(10)).collect::<Vec<_>>(), vec![5]);
     }
 }

@@ -1,7 +1,9 @@
-//! Small helpers shared by several rooms: CSV fields and lines
+//! Small helpers shared by several rooms: sets of indices as bits
+//! ([`bits`]), CSV fields and lines
 //! ([`csv`]), stable hashes ([`hash`]), UTC dates ([`utc`]), the launcher's rank ([`launcher`]),
 //! per-function values of the functions touched in a step ([`slots`]).
 
+pub mod bits;
 pub mod csv;
 pub mod hash;
 pub mod launcher;

@@ -6,6 +6,7 @@
 //! the detector encodes and merges only their partials.
 
 use super::{Pipeline, StepWork};
+use crate::util::bits::set_bits;
 
 impl Pipeline<'_> {
     /// Merges all ranks' partial models into the global model.
@@ -13,7 +14,8 @@ impl Pipeline<'_> {
         let st = &mut self.state;
         let coll = st.coll;
         let words = st.touched.take_words(st.names.functions.len());
-        let active = crate::run::active::set_functions(&coll.allreduce_or(&words));
+        let active: Vec<u32> = set_bits(&coll.allreduce_or(&words)).collect();
+        st.active_functions += active.len() as u64;
         st.detector.set_active(Some(&active));
         let partial = st.detector.take_partial();
         let (detector, buffers) = (st.detector.as_mut(), &mut st.reduced);
