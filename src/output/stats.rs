@@ -25,6 +25,8 @@ use crate::detect::stats::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, W
 
 use super::records::RunStatsRow;
 use crate::detect::stats::exact::Moments;
+use crate::util::bits::{bitset_of, set_bits};
+use crate::util::slots::Touched;
 
 /// The run's runtime profile of one function (all ranks).
 #[derive(Debug, Clone, Default)]
@@ -73,11 +75,9 @@ struct PendingProfile {
 /// This rank's additions since the last agreement.
 #[derive(Debug, Default)]
 struct Pending {
-    /// By function: 1 + its index in `entries`, 0 when it has none (4
-    /// bytes per function; reset entry by entry, never swept).
-    slot: Vec<u32>,
-    /// The functions touched since the last agreement, in order of touch.
-    entries: Vec<(u32, PendingProfile)>,
+    /// The functions touched since the last agreement (a 4-byte slot per
+    /// function; reset entry by entry, never swept).
+    touched: Touched<PendingProfile>,
     /// Inclusive and exclusive moments of calls with children.
     split: Vec<(ExactMoments, ExactMoments)>,
     /// By counter: every value since the last agreement (counters are few).
@@ -135,19 +135,7 @@ impl RunProfiles {
     #[inline]
     pub fn profile(&mut self, f: u32, inclusive: u64, exclusive: u64) {
         let p = self.pending.get_mut();
-        let fi = f as usize;
-        if fi >= p.slot.len() {
-            p.slot.resize((fi + 1).next_power_of_two(), 0);
-        }
-        let at = match p.slot[fi] {
-            0 => {
-                p.entries.push((f, PendingProfile::default()));
-                p.slot[fi] = p.entries.len() as u32;
-                p.entries.len() - 1
-            }
-            s => s as usize - 1,
-        };
-        let e = &mut p.entries[at].1;
+        let e = p.touched.entry(f);
         if inclusive == exclusive {
             e.same.push(inclusive);
         } else {
@@ -195,14 +183,11 @@ impl RunProfiles {
 
 /// One agreement: see [`RunProfiles::agree`].
 fn agree(p: &mut Pending, t: &mut Totals, coll: &Collectives, nf: usize, nc: usize) {
-    let mut keys: Vec<u32> = p.entries.iter().map(|e| e.0).collect();
+    let mut keys: Vec<u32> = p.touched.iter().map(|e| e.0).collect();
     keys.sort_unstable();
-    let (slot, entries, split) = (&p.slot, &p.entries, &p.split);
+    let (touched, split) = (&p.touched, &p.split);
     let fill = |f: u32, sum: &mut Vec<u64>, lo: &mut Vec<u64>| {
-        let e = slot
-            .get(f as usize)
-            .filter(|&&s| s > 0)
-            .map(|&s| entries[s as usize - 1].1);
+        let e = touched.get(f as usize).copied();
         // The full inclusive and exclusive profiles.
         let (mut inc, mut exc) = match e {
             Some(e) if e.split > 0 => split[e.split as usize - 1],
@@ -259,9 +244,7 @@ fn agree(p: &mut Pending, t: &mut Totals, coll: &Collectives, nf: usize, nc: usi
         t.counters[c].merge(&m);
     }
     // Forget what was agreed: entry by entry, never a sweep of all slots.
-    for (f, _) in p.entries.drain(..) {
-        p.slot[f as usize] = 0;
-    }
+    p.touched.reset(|e| *e = PendingProfile::default());
     p.split.clear();
     p.counters
         .iter_mut()
@@ -299,21 +282,8 @@ pub(super) fn reduce_sparse(
     extra: (&[u64], &[u64]),
     mut absorb: impl FnMut(u32, &[u64], &[u64]),
 ) -> (Vec<u64>, Vec<u64>) {
-    let mut bits = vec![0u64; n.div_ceil(64)];
-    for &f in keys {
-        if let Some(w) = bits.get_mut(f as usize / 64) {
-            *w |= 1 << (f % 64);
-        }
-    }
-    let bits = coll.allreduce_or(&bits);
-    let mut active = Vec::new();
-    for (i, &w) in bits.iter().enumerate() {
-        let mut w = w;
-        while w != 0 {
-            active.push(i as u32 * 64 + w.trailing_zeros());
-            w &= w - 1;
-        }
-    }
+    let bits = coll.allreduce_or(&bitset_of(n, keys.iter().copied()));
+    let active: Vec<u32> = set_bits(&bits).collect();
     let mut extra_out = (Vec::new(), Vec::new());
     // The same number of rounds on every rank (the active set is agreed);
     // the extra part rides with the first.
