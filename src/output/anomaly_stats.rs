@@ -25,6 +25,21 @@ pub const SCORE_SCALE: f64 = 1000.0;
 /// integer moments inside their proven range.
 const SCORE_CAP: u64 = 1 << 44;
 
+/// One function's anomalies in one (stream, step) bucket, summed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BucketMetrics {
+    /// Anomalies in the bucket.
+    pub anomalies: u64,
+    /// Their quantized scores ([`quantized_score`]).
+    pub score: ExactMoments,
+    /// Their severities (µs).
+    pub severity: ExactMoments,
+    /// Earliest entry (µs).
+    pub min_timestamp: u64,
+    /// Latest exit (µs).
+    pub max_timestamp: u64,
+}
+
 /// The anomaly metrics of one function.
 #[derive(Debug, Clone, Copy)]
 pub struct AnomalyStats {
@@ -58,16 +73,22 @@ impl Default for AnomalyStats {
     }
 }
 
+/// A score as the metrics hold it: integer thousandths, capped (scores are
+/// summed exactly, so a non-finite or huge one must not overflow them).
+pub fn quantized_score(score: f64) -> u64 {
+    let q = (score.max(0.0) * SCORE_SCALE).round();
+    if q.is_finite() {
+        (q as u64).min(SCORE_CAP)
+    } else {
+        SCORE_CAP
+    }
+}
+
 impl AnomalyStats {
     /// Records one anomaly (its bucket's count goes in with
     /// [`AnomalyStats::close_bucket`]).
     fn anomaly(&mut self, a: &Anomaly) {
-        let q = (a.score.max(0.0) * SCORE_SCALE).round();
-        self.score.push(if q.is_finite() {
-            (q as u64).min(SCORE_CAP)
-        } else {
-            SCORE_CAP
-        });
+        self.score.push(quantized_score(a.score));
         self.severity.push(a.severity);
         self.first_io_step = self.first_io_step.min(a.bucket.2);
         self.last_io_step = self.last_io_step.max(a.bucket.2);
@@ -78,6 +99,18 @@ impl AnomalyStats {
     /// Closes a (stream, step) bucket with `anomalies` (≥ 1) anomalies.
     fn close_bucket(&mut self, anomalies: u64) {
         self.anomaly_count.push(anomalies);
+    }
+
+    /// Adds a whole (stream, step) bucket at once: its anomaly count, the
+    /// moments of its quantized scores and severities, and its time span.
+    pub fn add_bucket(&mut self, step: u64, bucket: &BucketMetrics) {
+        self.anomaly_count.push(bucket.anomalies);
+        self.score.merge(&bucket.score);
+        self.severity.merge(&bucket.severity);
+        self.first_io_step = self.first_io_step.min(step);
+        self.last_io_step = self.last_io_step.max(step);
+        self.min_timestamp = self.min_timestamp.min(bucket.min_timestamp);
+        self.max_timestamp = self.max_timestamp.max(bucket.max_timestamp);
     }
 
     /// Adds everything of `o` (exact; any order gives the same result).

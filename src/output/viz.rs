@@ -23,7 +23,7 @@ use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use crate::events::names::GlobalNames;
 
-use super::anomaly_stats::SCORE_SCALE;
+use super::anomaly_stats::{quantized_score, AnomalyStats, BucketMetrics, SCORE_SCALE};
 use super::consumer::{LabelConsumer, LabelledStep, RunContext};
 use super::stats::{run_stats, wide_run_stats, RunProfiles, Totals};
 use crate::detect::Label;
@@ -73,22 +73,13 @@ pub struct StreamStep {
     funcs: Vec<FuncStep>,
 }
 
-fn quantized(score: f64) -> u64 {
-    let q = (score.max(0.0) * SCORE_SCALE).round();
-    if q.is_finite() {
-        (q as u64).min(1 << 44)
-    } else {
-        1 << 44
-    }
-}
-
 /// Builds the [`StreamStep`] of one stream while its step is labelled.
 pub struct StreamStepBuilder {
     pid: u32,
     rid: u64,
     step: u64,
     scores: ExactMoments,
-    funcs: BTreeMap<u32, (u64, ExactMoments, ExactMoments, u64, u64)>,
+    funcs: BTreeMap<u32, BucketMetrics>,
     lo: u64,
     hi: u64,
     n: u64,
@@ -112,20 +103,17 @@ impl StreamStepBuilder {
 
     /// One anomaly: function, score, severity (exclusive µs), entry, exit.
     pub fn add(&mut self, fid: u32, score: f64, severity: u64, entry: u64, exit: u64) {
-        let q = quantized(score);
+        let q = quantized_score(score);
         self.scores.push(q);
-        let f = self.funcs.entry(fid).or_insert((
-            0,
-            ExactMoments::default(),
-            ExactMoments::default(),
-            u64::MAX,
-            0,
-        ));
-        f.0 += 1;
-        f.1.push(q);
-        f.2.push(severity);
-        f.3 = f.3.min(entry);
-        f.4 = f.4.max(exit);
+        let f = self.funcs.entry(fid).or_insert(BucketMetrics {
+            min_timestamp: u64::MAX,
+            ..Default::default()
+        });
+        f.anomalies += 1;
+        f.score.push(q);
+        f.severity.push(severity);
+        f.min_timestamp = f.min_timestamp.min(entry);
+        f.max_timestamp = f.max_timestamp.max(exit);
         self.lo = self.lo.min(entry);
         self.hi = self.hi.max(exit);
         self.n += 1;
@@ -144,66 +132,43 @@ impl StreamStepBuilder {
             funcs: self
                 .funcs
                 .into_iter()
-                .map(|(fid, (count, s, v, a, b))| FuncStep {
+                .map(|(fid, m)| FuncStep {
                     fid,
-                    count,
-                    score: Words::of(&s),
-                    severity: Words::of(&v),
-                    min_ts: a,
-                    max_ts: b,
+                    count: m.anomalies,
+                    score: Words::of(&m.score),
+                    severity: Words::of(&m.severity),
+                    min_ts: m.min_timestamp,
+                    max_ts: m.max_timestamp,
                 })
                 .collect(),
         }
     }
 }
 
-/// Anomaly metrics of one (program, rank, function).
-#[derive(Debug, Clone)]
-struct Metrics {
-    count: ExactMoments,
-    score: ExactMoments,
-    severity: ExactMoments,
-    first_io_step: u64,
-    last_io_step: u64,
-    min_timestamp: u64,
-    max_timestamp: u64,
+/// The visualisation's form of one (program, rank, function)'s anomaly
+/// metrics.
+fn metrics_json(m: &AnomalyStats) -> Value {
+    json!({
+        "first_io_step": m.first_io_step,
+        "last_io_step": m.last_io_step,
+        "min_timestamp": m.min_timestamp,
+        "max_timestamp": m.max_timestamp,
+        "count": run_stats(&m.anomaly_count, 1.0),
+        "score": run_stats(&m.score, SCORE_SCALE),
+        "severity": run_stats(&m.severity, 1.0),
+    })
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics {
-            count: ExactMoments::default(),
-            score: ExactMoments::default(),
-            severity: ExactMoments::default(),
-            first_io_step: u64::MAX,
-            last_io_step: 0,
-            min_timestamp: u64::MAX,
-            max_timestamp: 0,
+impl FuncStep {
+    /// The bucket this message carries.
+    fn bucket(&self) -> BucketMetrics {
+        BucketMetrics {
+            anomalies: self.count,
+            score: self.score.moments(),
+            severity: self.severity.moments(),
+            min_timestamp: self.min_ts,
+            max_timestamp: self.max_ts,
         }
-    }
-}
-
-impl Metrics {
-    fn add(&mut self, step: u64, f: &FuncStep) {
-        self.count.push(f.count);
-        self.score.merge(&f.score.moments());
-        self.severity.merge(&f.severity.moments());
-        self.first_io_step = self.first_io_step.min(step);
-        self.last_io_step = self.last_io_step.max(step);
-        self.min_timestamp = self.min_timestamp.min(f.min_ts);
-        self.max_timestamp = self.max_timestamp.max(f.max_ts);
-    }
-
-    fn json(&self) -> Value {
-        json!({
-            "first_io_step": self.first_io_step,
-            "last_io_step": self.last_io_step,
-            "min_timestamp": self.min_timestamp,
-            "max_timestamp": self.max_timestamp,
-            "count": run_stats(&self.count, 1.0),
-            "score": run_stats(&self.score, SCORE_SCALE),
-            "severity": run_stats(&self.severity, 1.0),
-        })
     }
 }
 
@@ -217,8 +182,8 @@ pub struct VizStream {
     per_rank: BTreeMap<(u32, u64), (ExactMoments, Vec<Value>)>,
     /// Per (program, function): anomalies per (rank, step) with any.
     per_func: BTreeMap<(u32, u32), ExactMoments>,
-    metrics_all: BTreeMap<(u32, u64, u32), Metrics>,
-    metrics_new: BTreeMap<(u32, u64, u32), Metrics>,
+    metrics_all: BTreeMap<(u32, u64, u32), AnomalyStats>,
+    metrics_new: BTreeMap<(u32, u64, u32), AnomalyStats>,
     /// Warnings already printed (a dead visualisation server is reported
     /// once, not every step).
     warned: bool,
@@ -313,8 +278,14 @@ impl VizStream {
                 .or_default()
                 .push(f.count);
             let key = (s.pid, s.rid, f.fid);
-            self.metrics_all.entry(key).or_default().add(s.step, f);
-            self.metrics_new.entry(key).or_default().add(s.step, f);
+            self.metrics_all
+                .entry(key)
+                .or_default()
+                .add_bucket(s.step, &f.bucket());
+            self.metrics_new
+                .entry(key)
+                .or_default()
+                .add_bucket(s.step, &f.bucket());
         }
     }
 
@@ -367,8 +338,8 @@ impl VizStream {
                     "fid": fid,
                     "fname": names.functions.name(fid),
                     "_id": format!("{pid}:{rid}:{fid}"),
-                    "new_data": new.json(),
-                    "all_data": all.json(),
+                    "new_data": metrics_json(&new),
+                    "all_data": metrics_json(all),
                 })
             })
             .collect();
