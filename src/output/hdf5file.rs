@@ -443,16 +443,13 @@ fn describe<T: DescribedRow>(ds: &Dataset, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The dataspaces of a block transfer: the file's with rows `start ..
-/// start + count` selected, and a memory one of `count` rows (closed by its
-/// guard).
-fn row_spaces(ds: &Dataset, start: u64, count: u64) -> anyhow::Result<(hdf5::Dataspace, Raw)> {
+/// The file dataspace of `ds` with rows `start .. start + count` selected.
+fn rows_selected(ds: &Dataset, start: u64, count: u64) -> anyhow::Result<hdf5::Dataspace> {
     let file_space = ds.space()?;
     let offset = [start as hsize_t];
     let len = [count as hsize_t];
-    // SAFETY: plain HDF5 C calls on a dataspace `file_space` owns, with
-    // pointers to live one-element arrays; the new memory dataspace is
-    // owned by the returned guard.
+    // SAFETY: a plain HDF5 C call on a dataspace `file_space` owns, with
+    // pointers to live one-element arrays.
     unsafe {
         check(H5Sselect_hyperslab(
             file_space.id(),
@@ -463,23 +460,34 @@ fn row_spaces(ds: &Dataset, start: u64, count: u64) -> anyhow::Result<(hdf5::Dat
             std::ptr::null(),
         ))
         .with_context(|| format!("selecting rows {start}..{}", start + count))?;
-        let mem_space = Raw::new(
+    }
+    Ok(file_space)
+}
+
+/// A 1-D memory dataspace of `count` rows.
+fn memory_space(count: u64) -> anyhow::Result<Raw> {
+    let len = [count as hsize_t];
+    // SAFETY: a plain HDF5 C call with a pointer to a live one-element
+    // array; the new dataspace is owned by the returned guard.
+    unsafe {
+        Raw::new(
             H5Screate_simple(1, len.as_ptr(), std::ptr::null()),
             H5Sclose,
         )
-        .with_context(|| format!("making a dataspace of {count} rows"))?;
-        Ok((file_space, mem_space))
     }
+    .with_context(|| format!("making a dataspace of {count} rows"))
 }
 
-/// Writes `rows` at row `start` of `ds`, described to HDF5 with the same
-/// null-terminated string type as the file's, so that HDF5 copies the rows
-/// as they are: converting the padding instead would go through HDF5's
-/// conversion buffers (megabytes per write) for nothing, since every
-/// string we store already ends in a NUL (see `records::fixed`).
-fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Result<()> {
+/// Writes `rows` to the rows of `ds` that `file_space` selects (as many as
+/// `rows` holds), with the file's null-terminated string type (see
+/// [`write_block`]).
+fn write_selected<T: H5Type>(
+    ds: &Dataset,
+    file_space: &hdf5::Dataspace,
+    rows: &[T],
+) -> anyhow::Result<()> {
     let mem_type = null_terminated_type::<T>()?;
-    let (file_space, mem_space) = row_spaces(ds, start, rows.len() as u64)?;
+    let mem_space = memory_space(rows.len() as u64)?;
     // SAFETY: `rows` holds exactly the selected number of values of the
     // `repr(C)` type `mem_type` describes (the same sizes and offsets as
     // `T`'s own type).
@@ -495,6 +503,16 @@ fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Resul
     })
 }
 
+/// Writes `rows` at row `start` of `ds`, described to HDF5 with the same
+/// null-terminated string type as the file's, so that HDF5 copies the rows
+/// as they are: converting the padding instead would go through HDF5's
+/// conversion buffers (megabytes per write) for nothing, since every
+/// string we store already ends in a NUL (see `records::fixed`).
+fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Result<()> {
+    let file_space = rows_selected(ds, start, rows.len() as u64)?;
+    write_selected(ds, &file_space, rows)
+}
+
 /// Average run of consecutive rows from which [`ProvenanceFile::write_rows_at`]
 /// writes blocks instead of points.
 const MIN_RUN_FOR_BLOCKS: usize = 16;
@@ -502,36 +520,21 @@ const MIN_RUN_FOR_BLOCKS: usize = 16;
 /// Writes `rows[k]` at row `at[k]` of `ds` (a point selection, in the
 /// order of `at`, which HDF5 keeps for the memory buffer).
 fn write_points<T: H5Type>(ds: &Dataset, at: &[u64], rows: &[T]) -> anyhow::Result<()> {
-    let mem_type = null_terminated_type::<T>()?;
     let file_space = ds.space()?;
     let coords: Vec<hsize_t> = at.iter().map(|&r| r as hsize_t).collect();
-    let len = [rows.len() as hsize_t];
-    // SAFETY: plain HDF5 C calls on a dataspace `file_space` owns; `coords`
-    // holds one coordinate per selected point of the 1-D dataspace, and
-    // `rows` holds exactly that many values of the `repr(C)` type
-    // `mem_type` describes.
-    unsafe {
-        check(H5Sselect_elements(
+    // SAFETY: a plain HDF5 C call on a dataspace `file_space` owns;
+    // `coords` holds one coordinate per selected point of the 1-D
+    // dataspace.
+    check(unsafe {
+        H5Sselect_elements(
             file_space.id(),
             H5S_seloper_t::H5S_SELECT_SET,
             coords.len(),
             coords.as_ptr(),
-        ))
-        .context("selecting the rows")?;
-        let mem_space = Raw::new(
-            H5Screate_simple(1, len.as_ptr(), std::ptr::null()),
-            H5Sclose,
         )
-        .with_context(|| format!("making a dataspace of {} rows", rows.len()))?;
-        check(H5Dwrite(
-            ds.id(),
-            mem_type.0,
-            mem_space.0,
-            file_space.id(),
-            H5P_DEFAULT,
-            rows.as_ptr().cast(),
-        ))
-    }
+    })
+    .context("selecting the rows")?;
+    write_selected(ds, &file_space, rows)
 }
 
 /// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`
@@ -543,7 +546,8 @@ pub(super) fn read_block(
     count: usize,
     buf: &mut [u8],
 ) -> anyhow::Result<()> {
-    let (file_space, mem_space) = row_spaces(ds, start as u64, count as u64)?;
+    let file_space = rows_selected(ds, start as u64, count as u64)?;
+    let mem_space = memory_space(count as u64)?;
     // SAFETY: `buf` holds exactly `count` rows of `mem_type` (the caller
     // sizes it), the number of rows selected.
     check(unsafe {
