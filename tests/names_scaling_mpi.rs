@@ -165,28 +165,8 @@ fn write_exchange_model(dir: &Path) {
 fn provenance_digest(path: &Path) -> Vec<String> {
     let p = Provenance::load(path).unwrap();
     let mut out = Vec::new();
-    for (c, coll) in p.collections.iter().enumerate() {
-        let mut recs: Vec<String> = coll
-            .records
-            .iter()
-            .map(|r| {
-                format!(
-                    "{c} {} {} {} {} {} {} {:?} {:?} {} {}",
-                    r.rid,
-                    r.event_id.as_str(),
-                    r.func.as_str(),
-                    r.label,
-                    r.final_label,
-                    r.labelled_step,
-                    r.outlier_score.to_bits(),
-                    r.final_score.to_bits(),
-                    r.runtime_exclusive,
-                    r.model_row,
-                )
-            })
-            .collect();
-        recs.sort();
-        out.extend(recs);
+    for c in 0..p.collections.len() {
+        out.extend(invariant_records(&p, c));
     }
     out.extend(p.functions.iter().map(|f| format!("{f:?}")));
     out.extend(p.func_stats.iter().map(|f| format!("{f:?}")));

@@ -139,3 +139,32 @@ pub fn children_cpu_seconds() -> f64 {
     let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
     t(u.ru_utime) + t(u.ru_stime)
 }
+
+/// The records of collection `c` of a provenance file as sorted lines of
+/// every field that must not depend on the number of AD ranks (scores as
+/// their bits: equal means bit for bit).
+pub fn invariant_records(p: &chimbuko_mpi::output::read::Provenance, c: usize) -> Vec<String> {
+    let mut v: Vec<String> = p.collections[c]
+        .records
+        .iter()
+        .map(|r| {
+            format!(
+                "{c} {} {} {} {} {} {} {:?} {:?} {:?} {:?} {} {}",
+                r.rid,
+                r.event_id.as_str(),
+                r.func.as_str(),
+                r.label,
+                r.final_label,
+                r.labelled_step,
+                r.outlier_score.to_bits(),
+                r.final_score.to_bits(),
+                r.model_prediction_us.to_bits(),
+                r.model_ratio.to_bits(),
+                r.runtime_exclusive,
+                r.model_row,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
