@@ -125,15 +125,13 @@ impl GlobalNames {
     pub fn unknown_names(&self, program: u32, attrs: &[Attribute], out: &mut Vec<NameKey>) {
         for a in attrs {
             match a {
-                Attribute::Function { name, .. } => {
-                    if self.functions.find(program, name).is_none() {
-                        out.push((program, name.clone()));
-                    }
+                Attribute::Function { name, .. }
+                    if self.functions.find(program, name).is_none() =>
+                {
+                    out.push((program, name.clone()));
                 }
-                Attribute::Counter { name, .. } => {
-                    if self.counters.find(0, name).is_none() {
-                        out.push((COUNTER_MARK, name.clone()));
-                    }
+                Attribute::Counter { name, .. } if self.counters.find(0, name).is_none() => {
+                    out.push((COUNTER_MARK, name.clone()));
                 }
                 _ => {}
             }
