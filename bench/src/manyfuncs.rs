@@ -4,9 +4,9 @@
 //! `scenarios/manyfuncs.toml` with the family's size changed: each step
 //! calls a Zipf-distributed draw of the family (each application rank
 //! favouring different members), so only a small part of the functions
-//! runs in any step and new names keep appearing in late steps. Runs on 8
-//! AD ranks (one per stream, oversubscribed on a small machine) with the
-//! provenance file, as a user would.
+//! runs in any step and new names keep appearing in late steps. Memory on
+//! 8 AD ranks (one per stream), time on 2, with the provenance file, as a
+//! user would.
 
 use crate::harness::{f, num, timing, Bench, PHASES};
 
@@ -31,20 +31,25 @@ fn scenario_text(b: &Bench, n: usize) -> anyhow::Result<String> {
 
 /// Section: peak RSS and step time versus distinct functions.
 pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
+    // The largest family is drawn from 250,000 members so that the run
+    // really sees more than 10^5 distinct functions (a Zipf draw of 20
+    // steps leaves the rarest members of a 10^5 family unseen).
     let sizes: &[usize] = if b.quick {
         &[1000, 10_000]
     } else {
-        &[1000, 30_000, 100_000]
+        &[1000, 30_000, 100_000, 250_000]
     };
     let detectors: &[&str] = if b.quick {
         &["modal"]
     } else {
         &["modal", "sstd"]
     };
-    let np = 8;
+    // Memory on one AD rank per stream (as deployed beside the
+    // application); time on 2 AD ranks, so that 2 cores are not shared by
+    // 8 busy ranks and the phases measure work rather than waiting.
+    let (np_memory, np_time) = (8, 2);
     let mut rows = Vec::new();
-    // (detector, functions in the scenario) → (functions seen, RSS, ms/step)
-    let mut got: Vec<(&str, usize, f64, f64, f64)> = Vec::new();
+    let mut got: Vec<Got> = Vec::new();
     for &n in sizes {
         let text = scenario_text(b, n)?;
         let path = b.work.join(format!("manyfuncs-{n}.toml"));
@@ -69,27 +74,39 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
                 b.work.join("manyfuncs.h5").display().to_string(),
                 "--overwrite".into(),
             ];
-            let r = b.run(np, &args)?;
-            let s = &r.summary;
+            let memory = b.run(np_memory, &args)?;
+            let timed = b.run(np_time, &args)?;
+            let s = &timed.summary;
             let steps = num(&s["steps"]).max(1.0);
             let seen = s["functions"].as_array().map_or(0, |a| a.len());
+            let active = num(&s["active_functions_per_step"]);
             let per = |phase: &str| timing(s, phase) * 1e3 / steps;
             let total: f64 = PHASES.iter().map(|p| per(p)).sum();
-            let rss = num(&s["peak_rss_mb"]);
+            let rss = num(&memory.summary["peak_rss_mb"]);
             rows.push(vec![
                 n.to_string(),
                 seen.to_string(),
+                f(active, 0),
                 det.to_string(),
                 f(rss, 0),
                 f(total, 1),
+                f(total * 1e3 / active.max(1.0), 2),
                 f(per("read"), 1),
                 f(per("agree"), 1),
                 f(per("reduce"), 1),
+                f(per("label"), 1),
                 f(per("collect"), 1),
                 f(per("write"), 1),
                 f(num(&s["collective_calls_per_step"]), 1),
             ]);
-            got.push((det, n, seen as f64, rss, total));
+            got.push(Got {
+                det,
+                n,
+                seen: seen as f64,
+                rss,
+                ms: total,
+                active,
+            });
         }
     }
     b.section(
@@ -99,26 +116,31 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
              distinct functions: `scenarios/manyfuncs.toml` (8 application ranks, 20 steps of \
              4,000 function events per rank; each step calls 20 members of a family drawn by a \
              Zipf law, each rank favouring different members) with the family's size changed, \
-             on {np} AD ranks (one stream each; oversubscribed on this 2-core machine, so the \
-             times include waiting for a core and are comparable between rows only) with the \
-             provenance file. Most functions are rare: the functions \
-             seen are those drawn at least once, and only a small part of them runs in any \
-             step. The model reduction covers only each step's active functions, the profiles \
-             and anomaly metrics of the provenance file are agreed over the functions that \
-             changed since the last write, and its global tables get rows for new and changed \
-             functions only, so the time per step follows what runs in the step."
+             with the provenance file. Peak RSS on {np_memory} AD ranks (one stream each, as \
+             deployed beside the application); time per step and its phases on {np_time} AD \
+             ranks (4 streams each; the {np_memory}-rank runs share 2 cores and mostly measure \
+             waiting). Most functions are rare: the functions seen are those drawn at least \
+             once; *active/step* counts the functions executed in a step on some rank, the set \
+             the model reduction, the derivation of models and the provenance bookkeeping \
+             follow. Each rank's favourite members differ, so the active set grows with the \
+             family: the time per active function (*µs/active*) is the measure of per-step \
+             work that should not grow with the functions seen. `write` is mostly the provenance flush every 10 steps \
+             (rows of every function changed since the last one)."
         ),
     );
     b.table(
         &[
             "functions (family)",
             "functions seen",
+            "active/step",
             "detector",
             "peak RSS MB",
             "ms/step",
+            "µs/active",
             "read",
             "agree",
             "reduce",
+            "label",
             "collect",
             "write",
             "collective calls/step",
@@ -127,45 +149,71 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
     );
     // Memory per function beyond the base, from the smallest and largest.
     for &det in detectors {
-        let mine: Vec<_> = got.iter().filter(|g| g.0 == det).collect();
+        let mine: Vec<_> = got.iter().filter(|g| g.det == det).collect();
         if let (Some(lo), Some(hi)) = (mine.first(), mine.last()) {
-            if hi.2 > lo.2 {
+            if hi.seen > lo.seen {
                 b.note(&format!(
                     "{det}: {:.0} bytes per function seen beyond the base (from {} to {} \
                      functions; names, model, profile, provenance bookkeeping and the reader's \
                      per-stream dictionaries together).",
-                    (hi.3 - lo.3) * 1024.0 * 1024.0 / (hi.2 - lo.2),
-                    lo.2,
-                    hi.2
+                    (hi.rss - lo.rss) * 1024.0 * 1024.0 / (hi.seen - lo.seen),
+                    lo.seen,
+                    hi.seen
                 ));
             }
         }
     }
-    let find = |det: &str, n: usize| got.iter().find(|g| g.0 == det && g.1 == n).copied();
     let default = "modal";
-    if let Some(g) = find(default, 100_000) {
+    let find = |n: usize| got.iter().find(|g| g.det == default && g.n == n);
+    if let Some(g) = got
+        .iter()
+        .filter(|g| g.det == default && g.seen >= 100_000.0)
+        .min_by(|a, b| a.seen.total_cmp(&b.seen))
+    {
         b.target(
             "peak RSS per AD rank at 10^5 functions (manyfuncs.toml, modal, provenance)",
             "< 200 MB",
-            format!("{:.0} MB ({} functions seen)", g.3, g.2),
-            g.3 < 200.0,
+            format!(
+                "{:.0} MB ({} functions seen, {:.0} active per step)",
+                g.rss, g.seen, g.active
+            ),
+            g.rss < 200.0,
         );
     }
-    if let Some(g) = find(default, 30_000) {
+    if let Some(g) = find(30_000) {
         b.target(
             "peak RSS per AD rank at 30,000 functions",
             "< 100 MB",
-            format!("{:.0} MB ({} functions seen)", g.3, g.2),
-            g.3 < 100.0,
+            format!("{:.0} MB ({} functions seen)", g.rss, g.seen),
+            g.rss < 100.0,
         );
-        if let Some(small) = find(default, 1000) {
+        if let Some(small) = find(1000) {
             b.target(
                 "time per step at 30,000 functions vs 1,000",
                 "within 2×",
-                format!("{:.1} vs {:.1} ms ({:.2}×)", g.4, small.4, g.4 / small.4),
-                g.4 <= 2.0 * small.4,
+                format!(
+                    "{:.1} vs {:.1} ms ({:.2}×; active functions per step {:.0} vs {:.0}, \
+                     time per active function {:.2}×)",
+                    g.ms,
+                    small.ms,
+                    g.ms / small.ms,
+                    g.active,
+                    small.active,
+                    (g.ms / g.active.max(1.0)) / (small.ms / small.active.max(1.0))
+                ),
+                g.ms <= 2.0 * small.ms,
             );
         }
     }
     Ok(())
+}
+
+/// One run's figures for the notes and targets.
+struct Got {
+    det: &'static str,
+    n: usize,
+    seen: f64,
+    rss: f64,
+    ms: f64,
+    active: f64,
 }

@@ -62,6 +62,9 @@ pub struct RunSummary {
     pub collective_bytes_received_per_step: CollectiveBytes,
     /// Collective calls per step (agreement, reduction, status, outputs).
     pub collective_calls_per_step: f64,
+    /// Functions executed (on some rank) per step, on average: what the
+    /// per-step work follows, rather than the functions seen.
+    pub active_functions_per_step: f64,
 }
 
 /// Collective payload per step of the rank with the most (sent, or

@@ -113,6 +113,7 @@ impl Pipeline<'_> {
                 st.steps_done,
             ),
             collective_calls_per_step: calls_in_steps as f64 / st.steps_done.max(1) as f64,
+            active_functions_per_step: st.active_functions as f64 / st.steps_done.max(1) as f64,
         };
         let failed = super::StreamsFailed {
             failed: summary.streams_failed,

@@ -87,6 +87,9 @@ pub(super) struct RunState<'a> {
     pub anomalies: u64,
     /// Steps that delivered data.
     pub steps_done: u64,
+    /// Functions in the steps' active sets (executed on some rank), summed
+    /// over the steps.
+    pub active_functions: u64,
     /// The first error of this rank in the current step; every rank stops
     /// at the status exchange when any has one.
     pub failure: Option<String>,
@@ -262,6 +265,7 @@ impl<'a> Pipeline<'a> {
                 executions: 0,
                 anomalies: 0,
                 steps_done: 0,
+                active_functions: 0,
                 failure,
                 start,
                 provenance,
