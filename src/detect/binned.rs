@@ -50,6 +50,11 @@ pub trait Kernel: Send {
     fn snapshot(&self, model: &Self::Model, snap: &mut ModelSnapshot);
     /// Words that identify the derived model (for the cross-rank digest).
     fn digest_words(&self, model: &Self::Model, out: &mut Vec<u64>);
+    /// Length of the histogram [`Kernel::snapshot`] stores (none by
+    /// default).
+    fn hist_len(&self, _model: &Self::Model) -> usize {
+        0
+    }
 }
 
 /// A detector on the exact fine histogram, specialised by a [`Kernel`].
@@ -219,6 +224,12 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             self.kernel.snapshot(model, &mut s);
         }
         s
+    }
+
+    fn hist_len(&self, function: u32) -> usize {
+        self.models
+            .get(function as usize)
+            .map_or(0, |m| self.kernel.hist_len(m))
     }
 
     fn count(&self, function: u32) -> u64 {

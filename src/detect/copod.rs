@@ -310,6 +310,10 @@ impl Kernel for CopodKernel {
         s.hist_counts = m.left.hist.counts.clone();
     }
 
+    fn hist_len(&self, m: &CopodModel) -> usize {
+        m.left.hist.counts.len()
+    }
+
     fn digest_words(&self, m: &CopodModel, out: &mut Vec<u64>) {
         out.push(m.global_threshold.to_bits());
         out.push(m.left.hist.start.to_bits());

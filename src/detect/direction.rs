@@ -153,6 +153,9 @@ impl Detector for Directed {
     fn model_snapshot(&self, function: u32) -> ModelSnapshot {
         self.inner.model_snapshot(function)
     }
+    fn hist_len(&self, function: u32) -> usize {
+        self.inner.hist_len(function)
+    }
     fn count(&self, function: u32) -> u64 {
         self.inner.count(function)
     }

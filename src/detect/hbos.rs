@@ -276,6 +276,10 @@ impl Kernel for HbosKernel {
         s.hist_counts = m.hist.counts.clone();
     }
 
+    fn hist_len(&self, m: &HbosModel) -> usize {
+        m.hist.counts.len()
+    }
+
     fn digest_words(&self, m: &HbosModel, out: &mut Vec<u64>) {
         out.push(m.global_threshold.to_bits());
         out.push(m.hist.start.to_bits());

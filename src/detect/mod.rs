@@ -318,6 +318,11 @@ pub trait Detector: Send {
     /// structured form (the provenance file stores one per function and
     /// step in which that function had an anomaly).
     fn model_snapshot(&self, function: u32) -> ModelSnapshot;
+    /// `model_snapshot(function).hist_counts.len()`, without building the
+    /// snapshot (the provenance writer sizes histogram rooms with it).
+    fn hist_len(&self, function: u32) -> usize {
+        self.model_snapshot(function).hist_counts.len()
+    }
     /// Number of executions the global model holds for `function`.
     fn count(&self, function: u32) -> u64;
     /// A digest of the whole global model (equal on every rank, or a bug).

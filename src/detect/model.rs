@@ -448,6 +448,14 @@ impl Detector for ModelDetector {
         }
     }
 
+    fn hist_len(&self, function: u32) -> usize {
+        if self.modelled(function) {
+            self.residual.hist_len(function)
+        } else {
+            self.fallback.hist_len(function)
+        }
+    }
+
     fn count(&self, function: u32) -> u64 {
         if self.modelled(function) {
             self.residual.count(function)

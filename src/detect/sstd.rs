@@ -226,6 +226,10 @@ impl Detector for Sstd {
         ModelSnapshot::of_moments(&self.moments(function), self.sigma(function))
     }
 
+    fn hist_len(&self, _function: u32) -> usize {
+        0
+    }
+
     fn count(&self, function: u32) -> u64 {
         self.moments(function).n
     }

@@ -45,6 +45,11 @@ impl Profile {
         self.exclusive.as_deref().unwrap_or(&self.inclusive)
     }
 
+    /// Whether the exclusive times ever differed from the inclusive ones.
+    pub fn exclusive_differs(&self) -> bool {
+        self.exclusive.is_some()
+    }
+
     /// Adds the inclusive and exclusive moments of more executions.
     fn merge(&mut self, inclusive: &ExactMoments, exclusive: &ExactMoments) {
         match &mut self.exclusive {

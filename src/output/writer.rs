@@ -661,7 +661,7 @@ impl ProvenanceWriter {
     fn plan_hist(&mut self, at: &[u32], detector: &dyn Detector, hist_len: u64) -> HistPlan {
         let mut plan = HistPlan::default();
         for &f in at {
-            let n = detector.model_snapshot(f).hist_counts.len();
+            let n = detector.hist_len(f);
             let fi = f as usize;
             if fi >= self.hist_slots.len() {
                 self.hist_slots.resize(fi + 1, (0, 0));
@@ -853,9 +853,18 @@ fn func_stats_row(
         max_timestamp: if any { s.max_timestamp } else { 0 },
         ..Default::default()
     };
+    let inclusive = run_stats(&p.inclusive, 1.0);
+    // Most functions never had a child: their exclusive statistics are the
+    // inclusive ones, and the exact skewness and kurtosis are the costly
+    // part of a row.
+    let exclusive = if p.exclusive_differs() {
+        run_stats(p.exclusive(), 1.0)
+    } else {
+        inclusive
+    };
     row.set_stats(
-        run_stats(&p.inclusive, 1.0),
-        run_stats(p.exclusive(), 1.0),
+        inclusive,
+        exclusive,
         run_stats(&s.anomaly_count, 1.0),
         run_stats(&s.score, SCORE_SCALE),
         run_stats(&s.severity, 1.0),
