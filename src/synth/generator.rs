@@ -144,11 +144,21 @@ struct Pending {
 
 /// Per-rank mapping from scenario indices to the rank's local TAU indices,
 /// and which names the stream has defined so far.
+///
+/// Like TAU, a rank numbers its functions and counters in the order it
+/// first uses them (0, 1, 2, …): ranks that call functions in different
+/// orders number them differently, and a stream's indices stay dense
+/// however many functions the scenario has (10^6 members of a family, of
+/// which a rank meets a few ten thousand). With `shuffle_indices = false`
+/// the local index is the scenario's.
 struct LocalNames {
+    first_use_order: bool,
     func_local: Vec<u64>,
     counter_local: Vec<u64>,
     func_defined: Vec<bool>,
     counter_defined: Vec<bool>,
+    next_func: u64,
+    next_counter: u64,
 }
 
 struct ThreadGen {
@@ -183,13 +193,8 @@ impl<'a> RankGenerator<'a> {
     /// The generator of rank `rank` of scenario `sc`, before its first step.
     pub fn new(sc: &'a Scenario, rank: u64) -> Self {
         let c = Compiled::new(sc);
-        let mut order_rng = Rng::new(&[sc.seed, rank, u64::MAX]);
-        let mut func_local: Vec<u64> = (0..c.names.len() as u64).collect();
-        let mut counter_local: Vec<u64> = (0..c.counter_names.len() as u64).collect();
-        if sc.shuffle_indices {
-            order_rng.shuffle(&mut func_local);
-            order_rng.shuffle(&mut counter_local);
-        }
+        let func_local: Vec<u64> = (0..c.names.len() as u64).collect();
+        let counter_local: Vec<u64> = (0..c.counter_names.len() as u64).collect();
         // Start times differ slightly per rank, like real processes.
         let start = sc.start_time_us + rank * 7;
         let threads = (0..sc.threads)
@@ -212,8 +217,11 @@ impl<'a> RankGenerator<'a> {
             rank,
             threads,
             names: LocalNames {
+                first_use_order: sc.shuffle_indices,
                 func_local,
                 counter_local,
+                next_func: 0,
+                next_counter: 0,
                 func_defined: vec![false; nf],
                 counter_defined: vec![false; nc],
             },
@@ -329,7 +337,12 @@ impl<'a> RankGenerator<'a> {
     }
 
     fn define_function(&mut self, f: usize, attrs: &mut Vec<(String, String)>) -> u64 {
-        let local = self.names.func_local[f];
+        let n = &mut self.names;
+        if !n.func_defined[f] && n.first_use_order {
+            n.func_local[f] = n.next_func;
+            n.next_func += 1;
+        }
+        let local = n.func_local[f];
         if !self.names.func_defined[f] {
             self.names.func_defined[f] = true;
             attrs.push((format!("timer {local}"), self.c.names[f].clone()));
@@ -338,7 +351,12 @@ impl<'a> RankGenerator<'a> {
     }
 
     fn define_counter(&mut self, ci: usize, attrs: &mut Vec<(String, String)>) -> u64 {
-        let local = self.names.counter_local[ci];
+        let n = &mut self.names;
+        if !n.counter_defined[ci] && n.first_use_order {
+            n.counter_local[ci] = n.next_counter;
+            n.next_counter += 1;
+        }
+        let local = n.counter_local[ci];
         if !self.names.counter_defined[ci] {
             self.names.counter_defined[ci] = true;
             attrs.push((format!("counter {local}"), self.c.counter_names[ci].clone()));

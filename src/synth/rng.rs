@@ -106,14 +106,6 @@ impl Rng {
         }
         last
     }
-
-    /// Fisher–Yates shuffle.
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-    }
 }
 
 #[cfg(test)]

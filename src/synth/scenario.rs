@@ -338,8 +338,10 @@ pub struct Scenario {
     /// Host names are this prefix and the node number (`node000`, ...).
     #[serde(default = "default_host_prefix")]
     pub hostname_prefix: String,
-    /// Give each rank its own local function/counter numbering (as real TAU
-    /// does when ranks call functions in different orders).
+    /// Number each rank's functions and counters in the order it first
+    /// uses them, as TAU does (ranks calling functions in different orders
+    /// number them differently); false: every rank uses the scenario's
+    /// numbering.
     #[serde(default = "yes")]
     pub shuffle_indices: bool,
     /// The functions of the call tree (`[[function]]` tables).
