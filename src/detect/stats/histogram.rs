@@ -316,30 +316,20 @@ impl Histogram {
 
     /// The bin of `v`; values up to `tol` bin widths outside the range fall
     /// in the first or last bin (`getBin`).
+    #[inline]
     pub fn get_bin(&self, v: f64, tol: f64) -> BinPos {
-        let n = self.nbin();
-        if n == 0 || v.is_nan() {
-            return BinPos::Left;
-        }
-        if v <= self.start - tol * self.bin_width {
-            BinPos::Left
-        } else if v <= self.start {
-            BinPos::In(0)
-        } else if v > self.max + tol * self.bin_width {
-            BinPos::Right
-        } else if v >= self.max {
-            BinPos::In(n - 1)
-        } else {
-            // `floor` then `as usize` is `as usize` alone (truncation
-            // towards zero, saturating at 0), without a call to `floor`
-            // (not an instruction on baseline x86-64).
-            let mut b = ((v - self.start) / self.bin_width) as usize;
-            // Edges are *defined* as start + b·w: a value on (or, through
-            // rounding, below) that edge belongs to the bin before.
-            if b > 0 && v <= self.lower_edge(b) {
-                b -= 1;
-            }
-            BinPos::In(b.min(n - 1))
+        self.grid().get_bin(v, tol)
+    }
+
+    /// The bins without their counts.
+    #[inline]
+    pub fn grid(&self) -> Grid {
+        Grid {
+            start: self.start,
+            bin_width: self.bin_width,
+            min: self.min,
+            max: self.max,
+            nbin: self.nbin(),
         }
     }
 
@@ -500,6 +490,55 @@ impl Histogram {
             "Min": self.min,
             "Max": self.max,
         })
+    }
+}
+
+/// The bins of a histogram without their counts (`start`, `bin_width`,
+/// `min`, `max` as in [`Histogram`], and the number of bins): what a model
+/// that keeps only its non-empty bins needs to place a value.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Grid {
+    /// Lower edge of bin 0.
+    pub start: f64,
+    /// Width of every bin.
+    pub bin_width: f64,
+    /// Smallest value (inside bin 0).
+    pub min: f64,
+    /// Largest value (the last upper edge).
+    pub max: f64,
+    /// Number of bins.
+    pub nbin: usize,
+}
+
+impl Grid {
+    /// The bin of `v`; values up to `tol` bin widths outside the range fall
+    /// in the first or last bin (`getBin`).
+    #[inline]
+    pub fn get_bin(&self, v: f64, tol: f64) -> BinPos {
+        let n = self.nbin;
+        if n == 0 || v.is_nan() {
+            return BinPos::Left;
+        }
+        if v <= self.start - tol * self.bin_width {
+            BinPos::Left
+        } else if v <= self.start {
+            BinPos::In(0)
+        } else if v > self.max + tol * self.bin_width {
+            BinPos::Right
+        } else if v >= self.max {
+            BinPos::In(n - 1)
+        } else {
+            // `floor` then `as usize` is `as usize` alone (truncation
+            // towards zero, saturating at 0), without a call to `floor`
+            // (not an instruction on baseline x86-64).
+            let mut b = ((v - self.start) / self.bin_width) as usize;
+            // Edges are *defined* as start + b·w: a value on (or, through
+            // rounding, below) that edge belongs to the bin before.
+            if b > 0 && v <= self.start + b as f64 * self.bin_width {
+                b -= 1;
+            }
+            BinPos::In(b.min(n - 1))
+        }
     }
 }
 
