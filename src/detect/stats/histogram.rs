@@ -392,11 +392,21 @@ impl Histogram {
     pub fn negate_into(&self, out: &mut Histogram) {
         out.counts.clear();
         out.counts.extend(self.counts.iter().rev());
+        let g = self.negated_grid();
+        (out.start, out.bin_width, out.min, out.max) = (g.start, g.bin_width, g.min, g.max);
+    }
+
+    /// The bins of [`Histogram::negate`] (its bin `b` holds the count of
+    /// bin `nbin − 1 − b`).
+    pub fn negated_grid(&self) -> Grid {
         let min = -self.max;
-        out.start = min - LOWER_SHIFT * self.bin_width;
-        out.bin_width = self.bin_width;
-        out.min = min;
-        out.max = -self.min;
+        Grid {
+            start: min - LOWER_SHIFT * self.bin_width,
+            bin_width: self.bin_width,
+            min,
+            max: -self.min,
+            nbin: self.nbin(),
+        }
     }
 
     /// Skewness over bin midpoints with the reference's estimator
@@ -511,6 +521,22 @@ pub struct Grid {
 }
 
 impl Grid {
+    /// Lower edge of bin `b` (as [`Histogram::lower_edge`]).
+    #[inline]
+    pub fn lower_edge(&self, b: usize) -> f64 {
+        self.start + b as f64 * self.bin_width
+    }
+
+    /// Upper edge of bin `b` (as [`Histogram::upper_edge`]).
+    #[inline]
+    pub fn upper_edge(&self, b: usize) -> f64 {
+        if b + 1 == self.nbin {
+            self.max
+        } else {
+            self.start + (b + 1) as f64 * self.bin_width
+        }
+    }
+
     /// The bin of `v`; values up to `tol` bin widths outside the range fall
     /// in the first or last bin (`getBin`).
     #[inline]
@@ -534,7 +560,7 @@ impl Grid {
             let mut b = ((v - self.start) / self.bin_width) as usize;
             // Edges are *defined* as start + b·w: a value on (or, through
             // rounding, below) that edge belongs to the bin before.
-            if b > 0 && v <= self.start + b as f64 * self.bin_width {
+            if b > 0 && v <= self.lower_edge(b) {
                 b -= 1;
             }
             BinPos::In(b.min(n - 1))
