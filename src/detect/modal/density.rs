@@ -284,31 +284,7 @@ const BLOCK: usize = 16;
 /// zeros before the grid and at least as many after it, up to a whole
 /// number of blocks; blocks of [`BLOCK`] sums stay in registers while
 /// every weight that reaches mass is applied to them.
-///
-/// On a CPU with AVX the same code runs compiled for it: four sums per
-/// instruction instead of two, each still one multiplication and one
-/// addition in the same order (no fused multiply-add), so the sums are
-/// the same bits either way.
 fn convolve(mass: &[f64], w: &[f64], held: (usize, usize), density: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx") {
-        // SAFETY: the CPU has AVX, the only feature `convolve_avx` assumes.
-        unsafe { convolve_avx(mass, w, held, density) };
-        return;
-    }
-    convolve_blocks(mass, w, held, density);
-}
-
-/// [`convolve_blocks`] compiled for AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn convolve_avx(mass: &[f64], w: &[f64], held: (usize, usize), density: &mut [f64]) {
-    convolve_blocks(mass, w, held, density);
-}
-
-/// The body of [`convolve`].
-#[inline(always)]
-fn convolve_blocks(mass: &[f64], w: &[f64], held: (usize, usize), density: &mut [f64]) {
     let reach = w.len() - 1;
     for (b, out) in density.chunks_mut(BLOCK).enumerate() {
         let k0 = b * BLOCK;
