@@ -15,7 +15,7 @@
 
 use super::binned::{BinnedDetector, Kernel};
 use super::stats::fine::{FineHist, StepDelta};
-use super::stats::histogram::{BinPos, BinWidth, Histogram};
+use super::stats::histogram::{BinPos, BinWidth, Grid, Histogram};
 use super::stats::memo::Memo;
 use super::{ModelSnapshot, Verdict};
 
@@ -52,45 +52,57 @@ impl Default for HbosParams {
     }
 }
 
-/// The labelling model of one function.
+/// The labelling model of one function: the labelling histogram's grid,
+/// and only the bins whose score is not an empty bin's (those with counts
+/// and the empty ones [`Scoring::fill_held_empty_bins`] lowered). Most of
+/// the 200 bins are empty, and at 10⁴ functions dense counts and scores
+/// (3.2 kB a function) would not stay in cache from one step to the next;
+/// the kernel derives each model on dense buffers of its own and keeps
+/// this much of it.
 #[derive(Debug, Clone)]
 pub struct HbosModel {
-    /// The labelling histogram (from the exact fine histogram).
-    pub hist: Histogram,
-    /// Score of each bin.
-    pub scores: Vec<f64>,
+    /// The labelling histogram's bins.
+    pub grid: Grid,
+    /// The bins that are not empty-scored, increasing.
+    held: Vec<HeldBin>,
     /// `l_thr` of the current histogram.
     pub local_threshold: f64,
     /// The ratchet `g` (what labels are compared with).
     pub global_threshold: f64,
-    /// The bins that hold counts, and the bins whose score is not an empty
-    /// bin's (these and the ones lowered by
-    /// [`HbosModel::fill_held_empty_bins`]): a new histogram of as many
-    /// bins resets only these instead of rewriting all of them.
-    filled: Vec<usize>,
-    scored: Vec<usize>,
+}
+
+/// A bin of an [`HbosModel`] with its count and score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct HeldBin {
+    bin: u32,
+    count: u64,
+    score: f64,
 }
 
 impl PartialEq for HbosModel {
     fn eq(&self, o: &Self) -> bool {
+        // What labels and reports see, whichever bins are held.
         (
-            &self.hist,
-            &self.scores,
+            self.histogram(),
+            self.scores(),
             self.local_threshold,
             self.global_threshold,
-        ) == (&o.hist, &o.scores, o.local_threshold, o.global_threshold)
+        ) == (
+            o.histogram(),
+            o.scores(),
+            o.local_threshold,
+            o.global_threshold,
+        )
     }
 }
 
 impl Default for HbosModel {
     fn default() -> Self {
         HbosModel {
-            hist: Histogram::default(),
-            scores: Vec::new(),
+            grid: Grid::default(),
+            held: Vec::new(),
             local_threshold: 0.0,
             global_threshold: initial_global_threshold(),
-            filled: Vec::new(),
-            scored: Vec::new(),
         }
     }
 }
@@ -99,20 +111,103 @@ impl HbosModel {
     /// Scores and thresholds of a labelling histogram; `prev_global` is the
     /// ratchet before this histogram.
     pub fn from_histogram(hist: Histogram, threshold: f64, prev_global: f64) -> Self {
-        let mut m = HbosModel {
+        let mut s = Scoring {
             filled: (0..hist.nbin()).filter(|&b| hist.counts[b] > 0).collect(),
             hist,
+            ..Default::default()
+        };
+        let mut m = HbosModel {
             global_threshold: prev_global,
             ..Default::default()
         };
-        m.rescore(threshold, &mut Memo::new(f64::log2, 1));
+        s.rescore(&mut m, threshold, &mut Memo::new(f64::log2, 1));
+        m.keep(&mut s);
         m
     }
 
-    /// Scores and thresholds of `self.hist` (whose bins with counts are
-    /// `self.filled`), the ratchet going on from `self.global_threshold`;
-    /// reuses the score buffer.
-    fn rescore(&mut self, threshold: f64, log2: &mut Memo) {
+    /// The labelling histogram, dense.
+    pub fn histogram(&self) -> Histogram {
+        let g = &self.grid;
+        let mut counts = vec![0; g.nbin];
+        for h in &self.held {
+            counts[h.bin as usize] = h.count;
+        }
+        Histogram {
+            counts,
+            start: g.start,
+            bin_width: g.bin_width,
+            min: g.min,
+            max: g.max,
+        }
+    }
+
+    /// The score of each bin, dense.
+    pub fn scores(&self) -> Vec<f64> {
+        let mut scores = vec![outside_score(); self.grid.nbin];
+        for h in &self.held {
+            scores[h.bin as usize] = h.score;
+        }
+        scores
+    }
+
+    /// The grid, counts and scores of `s` (just scored), in place of the
+    /// model's; the held bins' buffer is reused.
+    fn keep(&mut self, s: &mut Scoring) {
+        self.grid = s.hist.grid();
+        s.scored.sort_unstable();
+        s.scored.dedup();
+        self.held.clear();
+        self.held.extend(s.scored.iter().map(|&b| HeldBin {
+            bin: b as u32,
+            count: s.hist.counts[b],
+            score: s.scores[b],
+        }));
+    }
+
+    /// Score of runtime `x`.
+    pub fn score(&self, x: f64) -> f64 {
+        match self.grid.get_bin(x, EDGE_TOLERANCE) {
+            BinPos::In(b) => {
+                let at = self.held.partition_point(|h| (h.bin as usize) < b);
+                match self.held.get(at) {
+                    Some(h) if h.bin as usize == b => h.score,
+                    _ => outside_score(),
+                }
+            }
+            BinPos::Left | BinPos::Right => outside_score(),
+        }
+    }
+
+    /// Label and score of runtime `x` (µs): anomaly when the score reaches
+    /// the global threshold.
+    pub fn judge(&self, x: f64) -> Verdict {
+        Verdict::by_threshold(self.score(x), self.global_threshold)
+    }
+}
+
+/// Dense buffers on which the kernel scores one labelling histogram after
+/// another (they stay in cache); the model keeps the result sparsely
+/// ([`HbosModel::keep`]).
+#[derive(Debug, Clone, Default)]
+struct Scoring {
+    /// The labelling histogram being scored.
+    hist: Histogram,
+    /// Score of each bin.
+    scores: Vec<f64>,
+    /// The bins that hold counts, and the bins whose score is not an empty
+    /// bin's (these and the ones lowered by
+    /// [`Scoring::fill_held_empty_bins`], perhaps more than once): the next
+    /// histogram of as many bins resets only these instead of rewriting all
+    /// of them.
+    filled: Vec<usize>,
+    scored: Vec<usize>,
+}
+
+impl Scoring {
+    /// Scores of `self.hist` (whose bins with counts are `self.filled`) and
+    /// the thresholds of `m`, the ratchet going on from its
+    /// `global_threshold`.
+    fn rescore(&mut self, m: &mut HbosModel, threshold: f64, log2: &mut Memo) {
         let counts = &self.hist.counts;
         let n = self.filled.iter().map(|&b| counts[b]).sum::<u64>() as f64;
         // Most of the 200 bins are often empty: their score is a constant.
@@ -137,8 +232,8 @@ impl HbosModel {
         } else {
             0.0
         };
-        self.local_threshold = local;
-        self.global_threshold = self.global_threshold.max(local);
+        m.local_threshold = local;
+        m.global_threshold = m.global_threshold.max(local);
     }
 
     /// Gives an empty bin that holds observed runtimes the score of the
@@ -149,7 +244,7 @@ impl HbosModel {
     /// never seen (≈ 100, the maximum). `buckets` are the exact fine
     /// buckets `(lo, hi, count)` of integer runtimes the histogram was
     /// built from.
-    pub fn fill_held_empty_bins(&mut self, buckets: impl Iterator<Item = (u64, u64, u64)>) {
+    fn fill_held_empty_bins(&mut self, buckets: impl Iterator<Item = (u64, u64, u64)>) {
         let n = self.hist.nbin();
         for (lo, hi, c) in buckets {
             // A bucket of one integer falls in one bin.
@@ -179,20 +274,6 @@ impl HbosModel {
             }
         }
     }
-
-    /// Score of runtime `x`.
-    pub fn score(&self, x: f64) -> f64 {
-        match self.hist.get_bin(x, EDGE_TOLERANCE) {
-            BinPos::In(b) => self.scores.get(b).copied().unwrap_or_else(outside_score),
-            BinPos::Left | BinPos::Right => outside_score(),
-        }
-    }
-
-    /// Label and score of runtime `x` (µs): anomaly when the score reaches
-    /// the global threshold.
-    pub fn judge(&self, x: f64) -> Verdict {
-        Verdict::by_threshold(self.score(x), self.global_threshold)
-    }
 }
 
 /// The HBOS kernel of [`BinnedDetector`].
@@ -203,6 +284,8 @@ pub struct HbosKernel {
     /// `log2` of the bins' shares: the same few counts out of the same
     /// number of executions recur from one function to the next.
     log2: Log2Memo,
+    /// The buffers each function's model is derived on.
+    scoring: Scoring,
 }
 
 /// A [`Memo`] of `log2`.
@@ -224,6 +307,7 @@ impl Hbos {
         let kernel = HbosKernel {
             params,
             log2: Log2Memo::default(),
+            scoring: Scoring::default(),
         };
         BinnedDetector::new(kernel, min_count)
     }
@@ -247,13 +331,15 @@ impl Kernel for HbosKernel {
     fn derive(&mut self, model: &mut HbosModel, hist: &FineHist, _: &StepDelta, thr: f64) {
         let spec = BinWidth::FixedNbin(self.params.max_bins.max(1));
         // An error is unreachable for non-empty integer data; the old model
-        // then stays. The new one takes the old one's buffers.
+        // then stays.
+        let s = &mut self.scoring;
         if hist
-            .labelling_histogram_into(spec, &mut model.hist, &mut model.filled)
+            .labelling_histogram_into(spec, &mut s.hist, &mut s.filled)
             .is_ok()
         {
-            model.rescore(thr, &mut self.log2.0);
-            model.fill_held_empty_bins(hist.buckets());
+            s.rescore(model, thr, &mut self.log2.0);
+            s.fill_held_empty_bins(hist.buckets());
+            model.keep(s);
         }
     }
 
@@ -263,7 +349,7 @@ impl Kernel for HbosKernel {
 
     fn json(&self, m: &HbosModel) -> serde_json::Value {
         serde_json::json!({
-            "histogram": m.hist.to_json(),
+            "histogram": m.histogram().to_json(),
             "internal_global_threshold": m.global_threshold,
             "local_threshold": m.local_threshold,
         })
@@ -271,9 +357,9 @@ impl Kernel for HbosKernel {
 
     fn snapshot(&self, m: &HbosModel, s: &mut ModelSnapshot) {
         s.threshold = m.global_threshold;
-        s.hist_first_edge = m.hist.start;
-        s.hist_bin_width = m.hist.bin_width;
-        s.hist_counts = m.hist.counts.clone();
+        s.hist_first_edge = m.grid.start;
+        s.hist_bin_width = m.grid.bin_width;
+        s.hist_counts = m.histogram().counts;
     }
 
     fn hist_len(&self, m: &HbosModel) -> usize {
@@ -282,9 +368,17 @@ impl Kernel for HbosKernel {
 
     fn digest_words(&self, m: &HbosModel, out: &mut Vec<u64>) {
         out.push(m.global_threshold.to_bits());
-        out.push(m.hist.start.to_bits());
-        out.push(m.hist.bin_width.to_bits());
-        out.extend_from_slice(&m.hist.counts);
+        out.push(m.grid.start.to_bits());
+        out.push(m.grid.bin_width.to_bits());
+        // The dense counts, zeros between the held bins.
+        let mut next = 0;
+        for h in &m.held {
+            let b = h.bin as usize;
+            out.resize(out.len() + (b - next), 0);
+            out.push(h.count);
+            next = b + 1;
+        }
+        out.resize(out.len() + (m.grid.nbin - next), 0);
     }
 }
 
@@ -302,7 +396,7 @@ mod tests {
     fn worked_example_scores_and_threshold() {
         let m = HbosModel::from_histogram(example(), 0.99, initial_global_threshold());
         let want = [2.7004, 0.7004, 3.7004, 100.0001, 100.0001, 2.7004];
-        for (s, w) in m.scores.iter().zip(want) {
+        for (s, w) in m.scores().iter().zip(want) {
             assert!((s - w).abs() < 1e-4, "{s} vs {w}");
         }
         assert!((m.local_threshold - 3.6704).abs() < 1e-4);
@@ -343,8 +437,8 @@ mod tests {
             crate::detect::reduce_step(&mut d, w, Wire::clone);
             let m = d.model(0).unwrap();
             for &v in &values {
-                if let BinPos::In(b) = m.hist.get_bin(v as f64, EDGE_TOLERANCE) {
-                    seen_split += usize::from(m.hist.counts[b] == 0);
+                if let BinPos::In(b) = m.grid.get_bin(v as f64, EDGE_TOLERANCE) {
+                    seen_split += usize::from(m.histogram().counts[b] == 0);
                 }
                 let verdict = d.label(0, v);
                 assert!(

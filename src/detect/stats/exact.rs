@@ -583,18 +583,25 @@ struct Limbs32<'a> {
 }
 
 impl Limbs32<'_> {
-    /// The next field of `n64` 64-bit limbs.
+    /// The next field of `n64` 64-bit limbs (at most [`MAX_FIELD_LIMBS`];
+    /// the rest of the array is zero).
     #[inline]
-    fn take(&mut self, n64: usize) -> Vec<u64> {
+    fn take(&mut self, n64: usize) -> [u64; MAX_FIELD_LIMBS] {
         let v = fold_limbs32(&self.words[self.pos..self.pos + 2 * n64], n64);
         self.pos += 2 * n64;
         v
     }
 }
 
+/// The widest field read back (Σx⁴ of [`WideMoments`] with its carry
+/// word). A fixed array, not a `Vec`: every function of every step reads
+/// five fields, and their allocations showed in the merge's profile.
+const MAX_FIELD_LIMBS: usize = 5;
+
 /// Sums of 32-bit limbs (each possibly > 2^32 after a SUM) back to 64-bit limbs.
-fn fold_limbs32(words: &[u64], n64: usize) -> Vec<u64> {
-    let mut out = vec![0u64; n64];
+#[inline]
+fn fold_limbs32(words: &[u64], n64: usize) -> [u64; MAX_FIELD_LIMBS] {
+    let mut out = [0u64; MAX_FIELD_LIMBS];
     let mut carry: u128 = 0;
     for i in 0..2 * n64 {
         let v = words[i] as u128 + carry;

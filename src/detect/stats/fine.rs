@@ -136,7 +136,17 @@ impl Counts {
 
     /// The 16 counts of group `g`.
     fn group(&self, g: usize, out: &mut Vec<u64>) {
-        out.extend((g * GROUP..(g + 1) * GROUP).map(|b| self.get(b)));
+        // The window's part of the group copied whole, zeros around it
+        // (what `get` gives bucket by bucket, without a bounds check each).
+        let (lo, hi) = (g * GROUP, (g + 1) * GROUP);
+        let end = self.offset + self.counts.len();
+        let from = lo.max(self.offset).min(hi);
+        let to = hi.min(end).max(from);
+        out.resize(out.len() + (from - lo), 0);
+        if from < to {
+            out.extend_from_slice(&self.counts[from - self.offset..to - self.offset]);
+        }
+        out.resize(out.len() + (hi - to), 0);
     }
 }
 

@@ -316,30 +316,20 @@ impl Histogram {
 
     /// The bin of `v`; values up to `tol` bin widths outside the range fall
     /// in the first or last bin (`getBin`).
+    #[inline]
     pub fn get_bin(&self, v: f64, tol: f64) -> BinPos {
-        let n = self.nbin();
-        if n == 0 || v.is_nan() {
-            return BinPos::Left;
-        }
-        if v <= self.start - tol * self.bin_width {
-            BinPos::Left
-        } else if v <= self.start {
-            BinPos::In(0)
-        } else if v > self.max + tol * self.bin_width {
-            BinPos::Right
-        } else if v >= self.max {
-            BinPos::In(n - 1)
-        } else {
-            // `floor` then `as usize` is `as usize` alone (truncation
-            // towards zero, saturating at 0), without a call to `floor`
-            // (not an instruction on baseline x86-64).
-            let mut b = ((v - self.start) / self.bin_width) as usize;
-            // Edges are *defined* as start + b·w: a value on (or, through
-            // rounding, below) that edge belongs to the bin before.
-            if b > 0 && v <= self.lower_edge(b) {
-                b -= 1;
-            }
-            BinPos::In(b.min(n - 1))
+        self.grid().get_bin(v, tol)
+    }
+
+    /// The bins without their counts.
+    #[inline]
+    pub fn grid(&self) -> Grid {
+        Grid {
+            start: self.start,
+            bin_width: self.bin_width,
+            min: self.min,
+            max: self.max,
+            nbin: self.nbin(),
         }
     }
 
@@ -402,11 +392,21 @@ impl Histogram {
     pub fn negate_into(&self, out: &mut Histogram) {
         out.counts.clear();
         out.counts.extend(self.counts.iter().rev());
+        let g = self.negated_grid();
+        (out.start, out.bin_width, out.min, out.max) = (g.start, g.bin_width, g.min, g.max);
+    }
+
+    /// The bins of [`Histogram::negate`] (its bin `b` holds the count of
+    /// bin `nbin − 1 − b`).
+    pub fn negated_grid(&self) -> Grid {
         let min = -self.max;
-        out.start = min - LOWER_SHIFT * self.bin_width;
-        out.bin_width = self.bin_width;
-        out.min = min;
-        out.max = -self.min;
+        Grid {
+            start: min - LOWER_SHIFT * self.bin_width,
+            bin_width: self.bin_width,
+            min,
+            max: -self.min,
+            nbin: self.nbin(),
+        }
     }
 
     /// Skewness over bin midpoints with the reference's estimator
@@ -500,6 +500,71 @@ impl Histogram {
             "Min": self.min,
             "Max": self.max,
         })
+    }
+}
+
+/// The bins of a histogram without their counts (`start`, `bin_width`,
+/// `min`, `max` as in [`Histogram`], and the number of bins): what a model
+/// that keeps only its non-empty bins needs to place a value.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Grid {
+    /// Lower edge of bin 0.
+    pub start: f64,
+    /// Width of every bin.
+    pub bin_width: f64,
+    /// Smallest value (inside bin 0).
+    pub min: f64,
+    /// Largest value (the last upper edge).
+    pub max: f64,
+    /// Number of bins.
+    pub nbin: usize,
+}
+
+impl Grid {
+    /// Lower edge of bin `b` (as [`Histogram::lower_edge`]).
+    #[inline]
+    pub fn lower_edge(&self, b: usize) -> f64 {
+        self.start + b as f64 * self.bin_width
+    }
+
+    /// Upper edge of bin `b` (as [`Histogram::upper_edge`]).
+    #[inline]
+    pub fn upper_edge(&self, b: usize) -> f64 {
+        if b + 1 == self.nbin {
+            self.max
+        } else {
+            self.start + (b + 1) as f64 * self.bin_width
+        }
+    }
+
+    /// The bin of `v`; values up to `tol` bin widths outside the range fall
+    /// in the first or last bin (`getBin`).
+    #[inline]
+    pub fn get_bin(&self, v: f64, tol: f64) -> BinPos {
+        let n = self.nbin;
+        if n == 0 || v.is_nan() {
+            return BinPos::Left;
+        }
+        if v <= self.start - tol * self.bin_width {
+            BinPos::Left
+        } else if v <= self.start {
+            BinPos::In(0)
+        } else if v > self.max + tol * self.bin_width {
+            BinPos::Right
+        } else if v >= self.max {
+            BinPos::In(n - 1)
+        } else {
+            // `floor` then `as usize` is `as usize` alone (truncation
+            // towards zero, saturating at 0), without a call to `floor`
+            // (not an instruction on baseline x86-64).
+            let mut b = ((v - self.start) / self.bin_width) as usize;
+            // Edges are *defined* as start + b·w: a value on (or, through
+            // rounding, below) that edge belongs to the bin before.
+            if b > 0 && v <= self.lower_edge(b) {
+                b -= 1;
+            }
+            BinPos::In(b.min(n - 1))
+        }
     }
 }
 

@@ -125,3 +125,27 @@ fn labelling_histogram_keeps_every_count_for_wide_buckets() {
         assert_eq!(*x.counts.last().unwrap(), 1);
     }
 }
+
+#[test]
+fn a_group_holds_what_get_gives_for_its_buckets() {
+    // Windows below, across and above each group, and none at all.
+    let mut c = Counts::default();
+    let mut want = Vec::new();
+    let mut got = Vec::new();
+    for g in 0..8 {
+        c.group(g, &mut got);
+    }
+    assert_eq!(got, vec![0; 8 * GROUP]);
+    for (b, n) in [(40, 3), (37, 1), (52, 7), (70, 2), (7, 5)] {
+        c.add(b, n);
+        for g in 0..8 {
+            want.clear();
+            want.extend((g * GROUP..(g + 1) * GROUP).map(|b| c.get(b)));
+            got.clear();
+            got.push(99);
+            c.group(g, &mut got);
+            assert_eq!(got[0], 99);
+            assert_eq!(got[1..], want[..], "group {g}");
+        }
+    }
+}
