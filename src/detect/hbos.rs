@@ -363,7 +363,7 @@ impl Kernel for HbosKernel {
     }
 
     fn hist_len(&self, m: &HbosModel) -> usize {
-        m.hist.counts.len()
+        m.grid.nbin
     }
 
     fn digest_words(&self, m: &HbosModel, out: &mut Vec<u64>) {
