@@ -127,43 +127,53 @@ pub fn rebin(pieces: Vec<Piece>, edges: &[(f64, f64)]) -> Vec<u64> {
     let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0).peekable();
     let mut current: Option<Piece> = pieces.next();
     for (slot, &(l, u)) in out.iter_mut().zip(edges) {
-        // Content at or below this bin's lower edge no longer belongs to any
-        // target: drop whole pieces, and the lower part of a straddling one.
-        while let Some(p) = current {
-            if p.at_or_below(l) {
-                current = pieces.next();
-            } else {
-                if !p.above(l) {
-                    let (_, right) = p.split_count(l);
-                    let mut q = p;
-                    q.keep_above(l);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        // Collect what lies in (l, u].
-        let mut got = 0.0f64;
-        while let Some(p) = current {
-            if p.at_or_below(u) {
-                got += p.count;
-                current = pieces.next();
-            } else {
-                if !p.above(u) {
-                    let (left, right) = p.split_count(u);
-                    got += left;
-                    let mut q = p;
-                    q.keep_above(u);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        *slot = got.max(0.0) as u64;
+        *slot = take_bin(&mut current, &mut pieces, l, u);
     }
     out
+}
+
+/// One target bin `(l, u]` of [`rebin`]: drops what lies at or below `l`
+/// (whole pieces, and the lower part of a straddling one), then takes what
+/// lies in `(l, u]`, splitting a piece that straddles `u`; `current` is
+/// left at the first content above `u`.
+fn take_bin(
+    current: &mut Option<Piece>,
+    pieces: &mut impl Iterator<Item = Piece>,
+    l: f64,
+    u: f64,
+) -> u64 {
+    while let Some(p) = *current {
+        if p.at_or_below(l) {
+            *current = pieces.next();
+        } else {
+            if !p.above(l) {
+                let (_, right) = p.split_count(l);
+                let mut q = p;
+                q.keep_above(l);
+                q.count = right;
+                *current = Some(q);
+            }
+            break;
+        }
+    }
+    let mut got = 0.0f64;
+    while let Some(p) = *current {
+        if p.at_or_below(u) {
+            got += p.count;
+            *current = pieces.next();
+        } else {
+            if !p.above(u) {
+                let (left, right) = p.split_count(u);
+                got += left;
+                let mut q = p;
+                q.keep_above(u);
+                q.count = right;
+                *current = Some(q);
+            }
+            break;
+        }
+    }
+    got.max(0.0) as u64
 }
 
 /// [`rebin`] of `pieces` onto the bins of `h` itself (zero counts, e.g.
@@ -212,38 +222,7 @@ pub fn rebin_into(
             h.upper_edge(b - 1)
         };
         let u = h.upper_edge(b);
-        while let Some(p) = current {
-            if p.at_or_below(l) {
-                current = pieces.next();
-            } else {
-                if !p.above(l) {
-                    let (_, right) = p.split_count(l);
-                    let mut q = p;
-                    q.keep_above(l);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        let mut got = 0.0f64;
-        while let Some(p) = current {
-            if p.at_or_below(u) {
-                got += p.count;
-                current = pieces.next();
-            } else {
-                if !p.above(u) {
-                    let (left, right) = p.split_count(u);
-                    got += left;
-                    let mut q = p;
-                    q.keep_above(u);
-                    q.count = right;
-                    current = Some(q);
-                }
-                break;
-            }
-        }
-        h.counts[b] = got.max(0.0) as u64;
+        h.counts[b] = take_bin(&mut current, &mut pieces, l, u);
         if h.counts[b] > 0 {
             filled.push(b);
         }
