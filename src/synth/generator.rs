@@ -146,19 +146,16 @@ struct Pending {
 /// and which names the stream has defined so far.
 ///
 /// Like TAU, a rank numbers its functions and counters in the order it
-/// first uses them (0, 1, 2, …): ranks that call functions in different
-/// orders number them differently, and a stream's indices stay dense
-/// however many functions the scenario has (10^6 members of a family, of
-/// which a rank meets a few ten thousand). With `shuffle_indices = false`
-/// the local index is the scenario's.
+/// first uses them: ranks calling them in different orders number them
+/// differently, and indices stay dense however many functions the scenario
+/// has. With `shuffle_indices = false` the local index is the scenario's.
 struct LocalNames {
     first_use_order: bool,
-    func_local: Vec<u64>,
-    counter_local: Vec<u64>,
-    func_defined: Vec<bool>,
-    counter_defined: Vec<bool>,
-    next_func: u64,
-    next_counter: u64,
+    /// The local index of each function once defined.
+    func_local: Vec<Option<u64>>,
+    counter_local: Vec<Option<u64>>,
+    /// Names defined so far.
+    defined: (u64, u64),
 }
 
 struct ThreadGen {
@@ -193,8 +190,6 @@ impl<'a> RankGenerator<'a> {
     /// The generator of rank `rank` of scenario `sc`, before its first step.
     pub fn new(sc: &'a Scenario, rank: u64) -> Self {
         let c = Compiled::new(sc);
-        let func_local: Vec<u64> = (0..c.names.len() as u64).collect();
-        let counter_local: Vec<u64> = (0..c.counter_names.len() as u64).collect();
         // Start times differ slightly per rank, like real processes.
         let start = sc.start_time_us + rank * 7;
         let threads = (0..sc.threads)
@@ -210,20 +205,15 @@ impl<'a> RankGenerator<'a> {
                 closing: false,
             })
             .collect();
-        let nf = c.names.len();
-        let nc = c.counter_names.len();
         RankGenerator {
             sc,
             rank,
             threads,
             names: LocalNames {
                 first_use_order: sc.shuffle_indices,
-                func_local,
-                counter_local,
-                next_func: 0,
-                next_counter: 0,
-                func_defined: vec![false; nf],
-                counter_defined: vec![false; nc],
+                func_local: vec![None; c.names.len()],
+                counter_local: vec![None; c.counter_names.len()],
+                defined: (0, 0),
             },
             c,
             step: 0,
@@ -338,29 +328,31 @@ impl<'a> RankGenerator<'a> {
 
     fn define_function(&mut self, f: usize, attrs: &mut Vec<(String, String)>) -> u64 {
         let n = &mut self.names;
-        if !n.func_defined[f] && n.first_use_order {
-            n.func_local[f] = n.next_func;
-            n.next_func += 1;
+        if let Some(local) = n.func_local[f] {
+            return local;
         }
-        let local = n.func_local[f];
-        if !self.names.func_defined[f] {
-            self.names.func_defined[f] = true;
-            attrs.push((format!("timer {local}"), self.c.names[f].clone()));
-        }
+        let local = if n.first_use_order {
+            n.defined.0
+        } else {
+            f as u64
+        };
+        (n.func_local[f], n.defined.0) = (Some(local), n.defined.0 + 1);
+        attrs.push((format!("timer {local}"), self.c.names[f].clone()));
         local
     }
 
     fn define_counter(&mut self, ci: usize, attrs: &mut Vec<(String, String)>) -> u64 {
         let n = &mut self.names;
-        if !n.counter_defined[ci] && n.first_use_order {
-            n.counter_local[ci] = n.next_counter;
-            n.next_counter += 1;
+        if let Some(local) = n.counter_local[ci] {
+            return local;
         }
-        let local = n.counter_local[ci];
-        if !self.names.counter_defined[ci] {
-            self.names.counter_defined[ci] = true;
-            attrs.push((format!("counter {local}"), self.c.counter_names[ci].clone()));
-        }
+        let local = if n.first_use_order {
+            n.defined.1
+        } else {
+            ci as u64
+        };
+        (n.counter_local[ci], n.defined.1) = (Some(local), n.defined.1 + 1);
+        attrs.push((format!("counter {local}"), self.c.counter_names[ci].clone()));
         local
     }
 
