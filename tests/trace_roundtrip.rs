@@ -99,19 +99,32 @@ fn synth_is_deterministic_and_ranks_differ() {
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x.funcs, y.funcs);
     }
-    // Ranks number their functions differently (as real TAU ranks may).
-    let (c, _) = generate_rank(&sc, 2);
-    let names = |s: &chimbuko_mpi::trace::writer::StepData| {
-        let mut v: Vec<_> = s
+    // Like TAU, a rank numbers its functions in the order it first calls
+    // them: the indices of its first step are 0, 1, 2, ...
+    let timers = |s: &chimbuko_mpi::trace::writer::StepData| {
+        let mut v: Vec<(u64, String)> = s
             .new_attributes
             .iter()
-            .filter(|(k, _)| k.starts_with("timer "))
-            .cloned()
+            .filter_map(|(k, name)| Some((k.strip_prefix("timer ")?.parse().ok()?, name.clone())))
             .collect();
         v.sort();
         v
     };
-    assert_ne!(names(&a[0]), names(&c[0]));
+    let first = timers(&a[0]);
+    assert!(!first.is_empty());
+    assert!(first.iter().enumerate().all(|(i, t)| t.0 == i as u64));
+    // Ranks that call functions in different orders (here each favours
+    // other members of a family) number them differently.
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/manyfuncs.toml"),
+    )
+    .unwrap()
+    .replace("count = 100000", "count = 1000");
+    let mut fam = Scenario::from_toml(&text).unwrap();
+    (fam.steps, fam.events_per_step) = (1, 400);
+    let (r0, _) = generate_rank(&fam, 0);
+    let (r1, _) = generate_rank(&fam, 1);
+    assert_ne!(timers(&r0[0]), timers(&r1[0]));
 }
 
 #[test]
