@@ -366,12 +366,13 @@ impl ModelSnapshot {
     /// function, with the detector's `threshold`; the histogram and mode
     /// fields stay empty for the detector to fill in.
     pub fn of_moments(m: &stats::exact::ExactMoments, threshold: f64) -> Self {
+        let (skewness, kurtosis) = m.skewness_kurtosis();
         ModelSnapshot {
             count: m.n,
             mean: m.mean(),
             stddev: m.stddev(1),
-            skewness: m.skewness(),
-            kurtosis: m.kurtosis(),
+            skewness,
+            kurtosis,
             minimum: if m.n > 0 { m.min } else { 0 },
             maximum: if m.n > 0 { m.max } else { 0 },
             threshold,

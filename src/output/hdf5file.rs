@@ -44,8 +44,7 @@ use hdf5_sys::h5p::{
     H5Pclose, H5Pcreate, H5Pset_chunk, H5Pset_fill_time, H5P_CLS_DATASET_CREATE, H5P_DEFAULT,
 };
 use hdf5_sys::h5s::{
-    H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_elements, H5Sselect_hyperslab,
-    H5S_UNLIMITED,
+    H5S_seloper_t, H5Sclose, H5Screate_simple, H5Sselect_hyperslab, H5S_UNLIMITED,
 };
 use hdf5_sys::h5t::{
     H5T_class_t, H5T_str_t, H5Tclose, H5Tcopy, H5Tcreate, H5Tget_class, H5Tget_member_name,
@@ -240,47 +239,52 @@ impl ProvenanceFile {
             .tables
             .get(name)
             .with_context(|| format!("table {name} was never created"))?;
-        write_block(ds, start, rows)
+        write_block(ds, &null_terminated_type::<T>()?, start, rows)
             .with_context(|| format!("writing {} rows to {name}", rows.len()))
     }
 
     /// Writes `rows[k]` at row `at[k]` of table `name`, for rows scattered
-    /// over the table (independent; one HDF5 write of a point selection,
-    /// not one per row): the provenance writer's rewrite of the global
-    /// tables' rows that changed.
-    pub fn write_rows_at<T: H5Type>(
+    /// over the table (independent): the provenance writer's rewrite of the
+    /// global tables' rows that changed. Rows close together go as one
+    /// block, the unchanged rows between them read back first (see
+    /// [`super::spans`]); a point selection would cost a file write per row.
+    pub fn write_rows_at<T: H5Type + Clone>(
         &self,
         name: &str,
         at: &[u64],
         rows: &[T],
     ) -> anyhow::Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
         if at.len() != rows.len() {
             bail!("{} rows for {} places in {name}", rows.len(), at.len());
+        }
+        if rows.is_empty() {
+            return Ok(());
         }
         let (ds, _) = self
             .tables
             .get(name)
             .with_context(|| format!("table {name} was never created"))?;
-        // Long runs of consecutive rows (histograms) go as blocks; a point
-        // selection costs per point, a block per write.
-        let runs = 1 + at.windows(2).filter(|w| w[1] != w[0] + 1).count();
-        if runs * MIN_RUN_FOR_BLOCKS <= at.len() {
-            let mut from = 0;
-            for k in 1..=at.len() {
-                if k == at.len() || at[k] != at[k - 1] + 1 {
-                    write_block(ds, at[from], &rows[from..k]).with_context(|| {
-                        format!("writing rows {}..{} of {name}", at[from], at[k - 1] + 1)
-                    })?;
-                    from = k;
-                }
+        let (order, spans) = super::spans::plan(at, std::mem::size_of::<T>());
+        let ty = null_terminated_type::<T>()?;
+        let mut block: Vec<T> = Vec::new();
+        for s in spans {
+            let what = || format!("writing rows {}..{} of {name}", s.first, s.first + s.len);
+            if s.is_dense() && order[s.from..s.to].windows(2).all(|w| w[0] + 1 == w[1]) {
+                write_block(ds, &ty, s.first, &rows[order[s.from]..=order[s.to - 1]])
+                    .with_context(what)?;
+                continue;
             }
-            return Ok(());
+            block.clear();
+            block.resize(s.len as usize, rows[order[s.from]].clone());
+            if !s.is_dense() {
+                read_rows(ds, &ty, s.first, &mut block).with_context(what)?;
+            }
+            for &k in &order[s.from..s.to] {
+                block[(at[k] - s.first) as usize] = rows[k].clone();
+            }
+            write_block(ds, &ty, s.first, &block).with_context(what)?;
         }
-        write_points(ds, at, rows)
-            .with_context(|| format!("writing {} scattered rows to {name}", rows.len()))
+        Ok(())
     }
 
     /// Replaces a whole (small, global) table by an empty one of `len`
@@ -478,15 +482,20 @@ fn memory_space(count: u64) -> anyhow::Result<Raw> {
     .with_context(|| format!("making a dataspace of {count} rows"))
 }
 
-/// Writes `rows` to the rows of `ds` that `file_space` selects (as many as
-/// `rows` holds), with the file's null-terminated string type (see
-/// [`write_block`]).
-fn write_selected<T: H5Type>(
+/// Writes `rows` at row `start` of `ds`, described to HDF5 as `mem_type`:
+/// [`null_terminated_type`], the file's own string type, so that HDF5
+/// copies the rows as they are (converting the padding instead would go
+/// through HDF5's conversion buffers, megabytes per write, for nothing:
+/// every string we store already ends in a NUL, see `records::fixed`).
+/// Building that type costs more than writing a few rows, so callers build
+/// it once per batch.
+fn write_block<T: H5Type>(
     ds: &Dataset,
-    file_space: &hdf5::Dataspace,
+    mem_type: &Raw,
+    start: u64,
     rows: &[T],
 ) -> anyhow::Result<()> {
-    let mem_type = null_terminated_type::<T>()?;
+    let file_space = rows_selected(ds, start, rows.len() as u64)?;
     let mem_space = memory_space(rows.len() as u64)?;
     // SAFETY: `rows` holds exactly the selected number of values of the
     // `repr(C)` type `mem_type` describes (the same sizes and offsets as
@@ -503,38 +512,30 @@ fn write_selected<T: H5Type>(
     })
 }
 
-/// Writes `rows` at row `start` of `ds`, described to HDF5 with the same
-/// null-terminated string type as the file's, so that HDF5 copies the rows
-/// as they are: converting the padding instead would go through HDF5's
-/// conversion buffers (megabytes per write) for nothing, since every
-/// string we store already ends in a NUL (see `records::fixed`).
-fn write_block<T: H5Type>(ds: &Dataset, start: u64, rows: &[T]) -> anyhow::Result<()> {
-    let file_space = rows_selected(ds, start, rows.len() as u64)?;
-    write_selected(ds, &file_space, rows)
-}
-
-/// Average run of consecutive rows from which [`ProvenanceFile::write_rows_at`]
-/// writes blocks instead of points.
-const MIN_RUN_FOR_BLOCKS: usize = 16;
-
-/// Writes `rows[k]` at row `at[k]` of `ds` (a point selection, in the
-/// order of `at`, which HDF5 keeps for the memory buffer).
-fn write_points<T: H5Type>(ds: &Dataset, at: &[u64], rows: &[T]) -> anyhow::Result<()> {
-    let file_space = ds.space()?;
-    let coords: Vec<hsize_t> = at.iter().map(|&r| r as hsize_t).collect();
-    // SAFETY: a plain HDF5 C call on a dataspace `file_space` owns;
-    // `coords` holds one coordinate per selected point of the 1-D
-    // dataspace.
+/// Reads rows `start .. start + buf.len()` of `ds` into `buf`, as
+/// [`write_block`] writes them.
+fn read_rows<T: H5Type>(
+    ds: &Dataset,
+    mem_type: &Raw,
+    start: u64,
+    buf: &mut [T],
+) -> anyhow::Result<()> {
+    let file_space = rows_selected(ds, start, buf.len() as u64)?;
+    let mem_space = memory_space(buf.len() as u64)?;
+    // SAFETY: `buf` holds exactly the selected number of values of the
+    // `repr(C)` type `mem_type` describes; every bit pattern HDF5 writes
+    // there is one the file holds for that type (the rows we wrote, or
+    // fill values: zeros).
     check(unsafe {
-        H5Sselect_elements(
+        H5Dread(
+            ds.id(),
+            mem_type.0,
+            mem_space.0,
             file_space.id(),
-            H5S_seloper_t::H5S_SELECT_SET,
-            coords.len(),
-            coords.as_ptr(),
+            H5P_DEFAULT,
+            buf.as_mut_ptr().cast(),
         )
     })
-    .context("selecting the rows")?;
-    write_selected(ds, &file_space, rows)
 }
 
 /// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`

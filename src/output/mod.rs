@@ -33,6 +33,7 @@ pub mod records;
 pub mod report;
 pub mod ross;
 pub mod samples;
+pub mod spans;
 pub mod stats;
 pub mod summary;
 pub mod totals;

@@ -334,6 +334,7 @@ pub fn run_stats(m: &ExactMoments, scale: f64) -> RunStatsRow {
     if m.n == 0 {
         return RunStatsRow::default();
     }
+    let (skewness, kurtosis) = m.skewness_kurtosis();
     RunStatsRow {
         count: m.n,
         accumulate: m.s1 as f64 / scale,
@@ -341,8 +342,8 @@ pub fn run_stats(m: &ExactMoments, scale: f64) -> RunStatsRow {
         maximum: m.max as f64 / scale,
         mean: m.mean() / scale,
         stddev: m.stddev(1) / scale,
-        skewness: m.skewness(),
-        kurtosis: m.kurtosis(),
+        skewness,
+        kurtosis,
     }
 }
 
@@ -351,6 +352,7 @@ pub fn wide_run_stats(m: &WideMoments) -> RunStatsRow {
     if m.n == 0 {
         return RunStatsRow::default();
     }
+    let (skewness, kurtosis) = m.skewness_kurtosis();
     RunStatsRow {
         count: m.n,
         accumulate: m.s1 as f64,
@@ -358,7 +360,7 @@ pub fn wide_run_stats(m: &WideMoments) -> RunStatsRow {
         maximum: m.max as f64,
         mean: m.mean(),
         stddev: m.stddev(1),
-        skewness: m.skewness(),
-        kurtosis: m.kurtosis(),
+        skewness,
+        kurtosis,
     }
 }

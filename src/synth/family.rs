@@ -29,6 +29,11 @@ pub struct FamilySpec {
     /// different members most (default false: every rank the same).
     #[serde(default)]
     pub by_rank: bool,
+    /// Move the members by this many places each step (default 0): the
+    /// popular members change over the run, as in a code that goes through
+    /// phases using other instantiations, so new names keep coming.
+    #[serde(default)]
+    pub rotate_per_step: usize,
 }
 
 impl FamilySpec {
@@ -96,11 +101,13 @@ pub(super) struct FamilyDraw {
     first: usize,
     cdf: Vec<f64>,
     by_rank: bool,
+    rotate_per_step: usize,
 }
 
 impl FamilyDraw {
-    /// The function called: member `k` of the Zipf draw, rotated by rank.
-    pub(super) fn draw(&self, rng: &mut Rng, rank: u64) -> usize {
+    /// The function called in `step`: member `k` of the Zipf draw, rotated
+    /// by rank and by step.
+    pub(super) fn draw(&self, rng: &mut Rng, rank: u64, step: u64) -> usize {
         let u = rng.uniform();
         let k = self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1);
         let n = self.cdf.len();
@@ -111,7 +118,8 @@ impl FamilyDraw {
         } else {
             k
         };
-        self.first + k
+        let shift = (self.rotate_per_step % n) * (step as usize % n) % n;
+        self.first + (k + shift) % n
     }
 }
 
@@ -134,6 +142,7 @@ impl FamilyDraw {
             first,
             cdf,
             by_rank: fam.by_rank,
+            rotate_per_step: fam.rotate_per_step,
         }
     }
 }

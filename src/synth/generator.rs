@@ -60,10 +60,10 @@ struct Compiled {
 
 impl Compiled {
     /// The function a child call calls.
-    fn resolve(&self, child: &Child, rng: &mut Rng, rank: u64) -> usize {
+    fn resolve(&self, child: &Child, rng: &mut Rng, (rank, step): (u64, u64)) -> usize {
         match child {
             Child::Fixed(f) => *f,
-            Child::Pick(fam) => self.families[*fam].draw(rng, rank),
+            Child::Pick(fam) => self.families[*fam].draw(rng, rank, step),
         }
     }
 
@@ -469,7 +469,7 @@ impl<'a> RankGenerator<'a> {
 
     /// After an ENTRY: the next event is the first child's ENTRY or the EXIT.
     fn schedule_after_entry(&mut self, ti: usize) {
-        let rank = self.rank;
+        let at = (self.rank, self.step);
         let c = &self.c;
         let t = &mut self.threads[ti];
         let depth = t.stack.len();
@@ -486,7 +486,7 @@ impl<'a> RankGenerator<'a> {
         } else {
             c.children[top.func]
                 .get(top.next_child)
-                .map(|ch| c.resolve(ch, &mut t.rng, rank))
+                .map(|ch| c.resolve(ch, &mut t.rng, at))
         };
         let ts = top.entry + top.chunk;
         t.next = Some(match next_func {
@@ -551,7 +551,7 @@ impl<'a> RankGenerator<'a> {
     /// After an EXIT at `ts`: the parent's next child, the parent's EXIT, or
     /// (under the wrappers) the next root call.
     fn schedule_after_exit(&mut self, ti: usize, ts: u64) {
-        let rank = self.rank;
+        let at = (self.rank, self.step);
         let c = &self.c;
         let gap = self.sc.gap_us.max(1);
         let t = &mut self.threads[ti];
@@ -578,7 +578,7 @@ impl<'a> RankGenerator<'a> {
         }
         let next_child = c.children[top.func]
             .get(top.next_child)
-            .map(|ch| c.resolve(ch, &mut t.rng, rank));
+            .map(|ch| c.resolve(ch, &mut t.rng, at));
         // Each gap between children is `chunk`; the EXIT follows the last
         // child after `last_chunk`.
         t.next = Some(match next_child {
