@@ -406,3 +406,36 @@ fn families_call_many_functions_most_of_them_rarely() {
     let bad = text.replace("count = 5000", "count = 0");
     assert!(Scenario::from_toml(&bad).is_err());
 }
+
+#[test]
+fn rotating_families_move_their_favourite_members_each_step() {
+    // A Zipf exponent this steep calls the first member only; rotating by
+    // 3 of 10 members a step calls members 0, 3, 6, 9, then 2 (wrapped).
+    let text = r#"
+        seed = 5
+        ranks = 1
+        steps = 5
+        events_per_step = 200
+        root = "step"
+        [[function]]
+        name = "main"
+        runtime = { dist = "constant", value = 5 }
+        [[function]]
+        name = "step"
+        runtime = { dist = "constant", value = 10 }
+        children = [{ function = "kernel", calls = 4 }]
+        [[family]]
+        name = "kernel"
+        count = 10
+        runtime = { dist = "normal", mean = 12, std = 1 }
+        zipf = 60.0
+        rotate_per_step = 3
+    "#;
+    let sc = Scenario::from_toml(text).unwrap();
+    let names = family_names_per_step(&sc, 0);
+    let want: Vec<Vec<String>> = [0, 3, 6, 9, 2]
+        .iter()
+        .map(|k| vec![format!("kernel<{k}>")])
+        .collect();
+    assert_eq!(names, want);
+}
