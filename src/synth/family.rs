@@ -118,8 +118,8 @@ impl FamilyDraw {
         } else {
             k
         };
-        let shift = (self.rotate_per_step % n) * (step as usize % n) % n;
-        self.first + (k + shift) % n
+        let shift = (self.rotate_per_step as u128 * u128::from(step)) % n as u128;
+        self.first + (k + shift as usize) % n
     }
 }
 
