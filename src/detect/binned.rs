@@ -10,6 +10,7 @@ use super::stats::fine::{
     bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS,
 };
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
+use crate::util::bits;
 use crate::util::hash::Fnv1a;
 
 /// The detector-specific part: how a labelling model is derived from the
@@ -132,9 +133,6 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             let empty = self.kernel.empty_model();
             self.models.resize(n, empty);
         }
-        if self.labelled.len() < n.div_ceil(64) {
-            self.labelled.resize(n.div_ceil(64), 0);
-        }
     }
 
     #[inline]
@@ -160,9 +158,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
                 kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
             }
             if hist.count() >= need {
-                if let Some(word) = labelled.get_mut(f / 64) {
-                    *word |= 1 << (f % 64);
-                }
+                bits::insert(labelled, f as u32);
             }
         });
     }
@@ -185,10 +181,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
     #[inline]
     fn label(&self, function: u32, value: u64) -> Verdict {
         let f = function as usize;
-        let enough = self
-            .labelled
-            .get(f / 64)
-            .is_some_and(|word| word >> (f % 64) & 1 == 1);
+        let enough = bits::contains(&self.labelled, function);
         match self.models.get(f) {
             Some(m) if enough => self.kernel.judge(m, value),
             _ => Verdict {

@@ -25,7 +25,7 @@ use crate::detect::stats::exact::{ExactMoments, WideMoments, MOMENT_SUM_WORDS, W
 
 use super::records::RunStatsRow;
 use crate::detect::stats::exact::Moments;
-use crate::util::bits::{bitset_of, set_bits};
+use crate::util::bits::{self, bitset_of, set_bits};
 use crate::util::slots::Touched;
 
 /// The run's runtime profile of one function (all ranks).
@@ -107,7 +107,7 @@ impl Totals {
     /// increasing order (then forgotten).
     pub fn take_changed(&mut self) -> Vec<u32> {
         for &f in &self.changed {
-            self.changed_bits[f as usize / 64] &= !(1 << (f % 64));
+            bits::remove(&mut self.changed_bits, f);
         }
         let mut out = std::mem::take(&mut self.changed);
         out.sort_unstable();
@@ -115,12 +115,7 @@ impl Totals {
     }
 
     fn mark_changed(&mut self, f: u32) {
-        let w = f as usize / 64;
-        if w >= self.changed_bits.len() {
-            self.changed_bits.resize(w + 1, 0);
-        }
-        if self.changed_bits[w] >> (f % 64) & 1 == 0 {
-            self.changed_bits[w] |= 1 << (f % 64);
+        if bits::insert(&mut self.changed_bits, f) {
             self.changed.push(f);
         }
     }

@@ -8,7 +8,7 @@
 //! 10⁵ functions), identical on every rank and in function order, so the
 //! reduced models are the same as with the dense reduction.
 
-use crate::util::bits::bitset_of;
+use crate::util::bits::{bitset_of, insert, remove};
 
 /// This rank's functions with an execution in the current step.
 #[derive(Debug, Default)]
@@ -23,12 +23,7 @@ impl TouchedFunctions {
     /// Notes an execution of `function`.
     #[inline]
     pub fn mark(&mut self, function: u32) {
-        let (w, b) = ((function / 64) as usize, function % 64);
-        if w >= self.bits.len() {
-            self.bits.resize(w + 1, 0);
-        }
-        if self.bits[w] & (1 << b) == 0 {
-            self.bits[w] |= 1 << b;
+        if insert(&mut self.bits, function) {
             self.list.push(function);
         }
     }
@@ -39,7 +34,7 @@ impl TouchedFunctions {
     pub fn take_words(&mut self, n: usize) -> Vec<u64> {
         let words = bitset_of(n, self.list.iter().copied());
         for &f in &self.list {
-            self.bits[f as usize / 64] &= !(1 << (f % 64));
+            remove(&mut self.bits, f);
         }
         self.list.clear();
         words

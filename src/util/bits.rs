@@ -30,6 +30,36 @@ pub fn set_bits(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
     })
 }
 
+/// True when `i` is in the set `words` (false beyond its words).
+#[inline]
+pub fn contains(words: &[u64], i: u32) -> bool {
+    words
+        .get(i as usize / 64)
+        .is_some_and(|w| w >> (i % 64) & 1 == 1)
+}
+
+/// Adds `i` to the set `words`, growing it to hold `i`; true when `i` was
+/// not in it before.
+#[inline]
+pub fn insert(words: &mut Vec<u64>, i: u32) -> bool {
+    let w = i as usize / 64;
+    if w >= words.len() {
+        words.resize(w + 1, 0);
+    }
+    let bit = 1 << (i % 64);
+    let new = words[w] & bit == 0;
+    words[w] |= bit;
+    new
+}
+
+/// Removes `i` from the set `words` (nothing beyond its words).
+#[inline]
+pub fn remove(words: &mut [u64], i: u32) {
+    if let Some(w) = words.get_mut(i as usize / 64) {
+        *w &= !(1 << (i % 64));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +71,18 @@ mod tests {
         assert_eq!(set_bits(&words).collect::<Vec<_>>(), [0, 3, 64, 130, 199]);
         assert!(bitset_of(0, [0]).is_empty());
         assert_eq!(set_bits(&[0, u64::MAX << 63]).collect::<Vec<_>>(), [127]);
+    }
+
+    #[test]
+    fn insert_grows_contains_tests_and_remove_clears() {
+        let mut words = Vec::new();
+        assert!(!contains(&words, 70));
+        assert!(insert(&mut words, 70));
+        assert!(!insert(&mut words, 70));
+        assert_eq!(words.len(), 2);
+        assert!(contains(&words, 70) && !contains(&words, 6) && !contains(&words, 500));
+        remove(&mut words, 70);
+        remove(&mut words, 500);
+        assert_eq!(words, [0, 0]);
     }
 }
