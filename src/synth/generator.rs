@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use super::family::{Child, FamilyDraw};
 use super::law::{self, CallInputs};
+use super::local_names::LocalNames;
 use super::rng::Rng;
 use super::scenario::{CommKind, Partner, Scenario};
 use crate::trace::format::*;
@@ -142,22 +143,6 @@ struct Pending {
     func: usize,
 }
 
-/// Per-rank mapping from scenario indices to the rank's local TAU indices,
-/// and which names the stream has defined so far.
-///
-/// Like TAU, a rank numbers its functions and counters in the order it
-/// first uses them: ranks calling them in different orders number them
-/// differently, and indices stay dense however many functions the scenario
-/// has. With `shuffle_indices = false` the local index is the scenario's.
-struct LocalNames {
-    first_use_order: bool,
-    /// The local index of each function once defined.
-    func_local: Vec<Option<u64>>,
-    counter_local: Vec<Option<u64>>,
-    /// Names defined so far.
-    defined: (u64, u64),
-}
-
 struct ThreadGen {
     thread: u64,
     rng: Rng,
@@ -209,12 +194,7 @@ impl<'a> RankGenerator<'a> {
             sc,
             rank,
             threads,
-            names: LocalNames {
-                first_use_order: sc.shuffle_indices,
-                func_local: vec![None; c.names.len()],
-                counter_local: vec![None; c.counter_names.len()],
-                defined: (0, 0),
-            },
+            names: LocalNames::new(sc.shuffle_indices, c.names.len(), c.counter_names.len()),
             c,
             step: 0,
             truth: Vec::new(),
@@ -327,32 +307,18 @@ impl<'a> RankGenerator<'a> {
     }
 
     fn define_function(&mut self, f: usize, attrs: &mut Vec<(String, String)>) -> u64 {
-        let n = &mut self.names;
-        if let Some(local) = n.func_local[f] {
-            return local;
+        let (local, new) = self.names.function(f);
+        if new {
+            attrs.push((format!("timer {local}"), self.c.names[f].clone()));
         }
-        let local = if n.first_use_order {
-            n.defined.0
-        } else {
-            f as u64
-        };
-        (n.func_local[f], n.defined.0) = (Some(local), n.defined.0 + 1);
-        attrs.push((format!("timer {local}"), self.c.names[f].clone()));
         local
     }
 
     fn define_counter(&mut self, ci: usize, attrs: &mut Vec<(String, String)>) -> u64 {
-        let n = &mut self.names;
-        if let Some(local) = n.counter_local[ci] {
-            return local;
+        let (local, new) = self.names.counter(ci);
+        if new {
+            attrs.push((format!("counter {local}"), self.c.counter_names[ci].clone()));
         }
-        let local = if n.first_use_order {
-            n.defined.1
-        } else {
-            ci as u64
-        };
-        (n.counter_local[ci], n.defined.1) = (Some(local), n.defined.1 + 1);
-        attrs.push((format!("counter {local}"), self.c.counter_names[ci].clone()));
         local
     }
 

@@ -14,6 +14,7 @@
 pub mod family;
 pub mod generator;
 pub mod law;
+mod local_names;
 pub mod rng;
 pub mod ross;
 pub mod scenario;
