@@ -30,11 +30,11 @@
 
 use super::{decode_names, encode_names, Collectives};
 use crate::events::names::NameKey;
-use crate::util::hash::{fnv1a, mix64};
+use crate::util::hash::mix64;
 
 /// The agreement's hash of a name: program and bytes, mixed.
 pub fn name_hash(key: &NameKey) -> u64 {
-    mix64(fnv1a(key.0.to_le_bytes().into_iter().chain(key.1.bytes())))
+    crate::util::hash::name_hash(key.0, &key.1)
 }
 
 /// Words of `v` as little-endian bytes.

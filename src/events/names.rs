@@ -10,6 +10,8 @@
 
 use std::collections::HashMap;
 
+use crate::util::hash::HashKeyed;
+
 use crate::events::{CounterRole, IndexMap};
 use crate::trace::dictionary::MAX_NAME_INDEX;
 use crate::trace::format::{Attribute, EventKind};
@@ -33,17 +35,16 @@ pub struct NameTable {
     text: String,
     /// By global index: (program, start of the name in `text`).
     spans: Vec<(u32, u32)>,
-    /// Hash of a key -> index of the first key with that hash.
-    index: HashMap<u64, u32>,
+    /// Hash of a key -> index of the first key with that hash (the hash is
+    /// mixed already: not hashed again).
+    index: HashKeyed<u32>,
     /// Keys whose hash was taken by an earlier, different key.
     clashes: HashMap<NameKey, u32>,
 }
 
 /// The lookup hash of a key.
 fn key_hash(program: u32, name: &str) -> u64 {
-    crate::util::hash::mix64(crate::util::hash::fnv1a(
-        program.to_le_bytes().into_iter().chain(name.bytes()),
-    ))
+    crate::util::hash::name_hash(program, name)
 }
 
 impl NameTable {
@@ -73,16 +74,27 @@ impl NameTable {
     }
 
     fn push(&mut self, key: NameKey) -> u32 {
-        if let Some(i) = self.get(&key) {
-            return i;
-        }
+        // One probe of the index: a new key's hash is usually free.
         let i = self.spans.len() as u32;
         match self.index.entry(key_hash(key.0, &key.1)) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(i);
             }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.clashes.insert(key.clone(), i);
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let first = *o.get();
+                if self.program(first) == key.0 && self.name(first) == key.1 {
+                    return first;
+                }
+                match self.clashes.entry(key) {
+                    std::collections::hash_map::Entry::Occupied(c) => return *c.get(),
+                    std::collections::hash_map::Entry::Vacant(c) => {
+                        let key = c.key().clone();
+                        c.insert(i);
+                        self.spans.push((key.0, self.text.len() as u32));
+                        self.text.push_str(&key.1);
+                        return i;
+                    }
+                }
             }
         }
         self.spans.push((key.0, self.text.len() as u32));
@@ -121,20 +133,35 @@ pub struct GlobalNames {
 
 impl GlobalNames {
     /// Names in `attrs` (of a stream of `program`) that the global tables
-    /// do not have yet, in the shared agreement format.
-    pub fn unknown_names(&self, program: u32, attrs: &[Attribute], out: &mut Vec<NameKey>) {
+    /// do not have yet, in the shared agreement format. `found` receives,
+    /// for each attribute, the global index of a function or counter name
+    /// already agreed (`None` otherwise), for [`GlobalNames::update_map`]:
+    /// each name is looked up once in the step, not twice.
+    pub fn unknown_names(
+        &self,
+        program: u32,
+        attrs: &[Attribute],
+        found: &mut Vec<Option<u32>>,
+        out: &mut Vec<NameKey>,
+    ) {
+        found.clear();
         for a in attrs {
-            match a {
-                Attribute::Function { name, .. }
-                    if self.functions.find(program, name).is_none() =>
-                {
-                    out.push((program, name.clone()));
+            let (g, key) = match a {
+                Attribute::Function { name, .. } => {
+                    (self.functions.find(program, name), (program, name))
                 }
-                Attribute::Counter { name, .. } if self.counters.find(0, name).is_none() => {
-                    out.push((COUNTER_MARK, name.clone()));
+                Attribute::Counter { name, .. } => {
+                    (self.counters.find(0, name), (COUNTER_MARK, name))
                 }
-                _ => {}
+                _ => {
+                    found.push(None);
+                    continue;
+                }
+            };
+            if g.is_none() {
+                out.push((key.0, key.1.clone()));
             }
+            found.push(g);
         }
     }
 
@@ -155,8 +182,16 @@ impl GlobalNames {
         new_functions
     }
 
-    /// Updates a stream's local -> global map from its new attributes.
-    pub fn update_map(&self, program: u32, attrs: &[Attribute], map: &mut IndexMap) {
+    /// Updates a stream's local -> global map from its new attributes;
+    /// `found` is what [`GlobalNames::unknown_names`] found for them before
+    /// the step's new names were agreed (the others are looked up now).
+    pub fn update_map(
+        &self,
+        program: u32,
+        attrs: &[Attribute],
+        found: &[Option<u32>],
+        map: &mut IndexMap,
+    ) {
         fn set<T: Clone + Default>(v: &mut Vec<T>, i: u64, x: T) {
             // The reader rejects larger indices; sizing the map by them
             // would cost what the reader saved.
@@ -169,14 +204,15 @@ impl GlobalNames {
             }
             v[i] = x;
         }
-        for a in attrs {
+        for (k, a) in attrs.iter().enumerate() {
+            let known = found.get(k).copied().flatten();
             match a {
                 Attribute::Function { index, name } => {
-                    let g = self.functions.find(program, name);
+                    let g = known.or_else(|| self.functions.find(program, name));
                     set(&mut map.functions, *index, g);
                 }
                 Attribute::Counter { index, name } => {
-                    let g = self.counters.find(0, name);
+                    let g = known.or_else(|| self.counters.find(0, name));
                     set(&mut map.counters, *index, g);
                     set(
                         &mut map.counter_roles,

@@ -11,10 +11,12 @@ impl Pipeline<'_> {
     pub(in crate::run) fn agree(&mut self, work: &StepWork) {
         let st = &mut self.state;
         let mut unknown = Vec::new();
-        for (i, trace) in &work.traces {
+        // Per stream, the names already agreed (looked up once).
+        let mut found = vec![Vec::new(); work.traces.len()];
+        for ((i, trace), found) in work.traces.iter().zip(&mut found) {
             let program = st.streams[*i].spec.program;
             st.names
-                .unknown_names(program, &trace.new_attributes, &mut unknown);
+                .unknown_names(program, &trace.new_attributes, found, &mut unknown);
         }
         unknown.sort();
         unknown.dedup();
@@ -37,10 +39,10 @@ impl Pipeline<'_> {
         st.filter
             .add_functions(&new_functions, &st.names, st.detector.as_mut());
         st.detector.ensure_functions(st.names.functions.len());
-        for (i, trace) in &work.traces {
+        for ((i, trace), found) in work.traces.iter().zip(&found) {
             let s = &mut st.streams[*i];
             st.names
-                .update_map(s.spec.program, &trace.new_attributes, &mut s.map);
+                .update_map(s.spec.program, &trace.new_attributes, found, &mut s.map);
         }
     }
 }
