@@ -140,6 +140,16 @@ impl I512 {
         I512(l)
     }
 
+    /// The value of `v`, sign-extended (for tests).
+    #[cfg(test)]
+    pub(super) fn from_i128_for_tests(v: i128) -> Self {
+        let fill = if v < 0 { u64::MAX } else { 0 };
+        let mut l = [fill; 8];
+        l[0] = v as u64;
+        l[1] = (v >> 64) as u64;
+        I512(l)
+    }
+
     /// True when the sign bit is set.
     pub fn is_negative(&self) -> bool {
         (self.0[7] >> 63) == 1
@@ -410,6 +420,12 @@ pub struct PowerSums {
 }
 
 impl PowerSums {
+    /// [`PowerSums::shape`], for the tests of the narrow path.
+    #[cfg(test)]
+    pub(super) fn shape_for_tests(&self) -> (f64, f64) {
+        self.shape()
+    }
+
     /// n·M2 = n·Σx² − (Σx)².
     fn n_m2(&self) -> I512 {
         let n = I512::from_u64(self.n);
@@ -676,6 +692,20 @@ pub trait Moments {
 }
 
 impl Moments for ExactMoments {
+    /// The 512-bit default's answer, in 128-bit integers when they suffice
+    /// (see [`super::narrow`]): the same bits.
+    fn skewness(&self) -> f64 {
+        super::narrow::shape(self).map_or_else(|| self.sums().skewness(), |s| s.0)
+    }
+
+    fn kurtosis(&self) -> f64 {
+        self.skewness_kurtosis().1
+    }
+
+    fn skewness_kurtosis(&self) -> (f64, f64) {
+        super::narrow::shape(self).unwrap_or_else(|| self.sums().shape())
+    }
+
     #[inline]
     fn sums(&self) -> PowerSums {
         PowerSums {

@@ -9,10 +9,13 @@
 //!   two rounds (which buckets, then their counts);
 //! - [`histogram`]: the labelling histogram derived from the fine one, and
 //!   [`rebin`]: how the fine counts are spread onto its bins;
-//! - [`memo`]: a memo of a pure function by its argument's exact bits.
+//! - [`memo`]: a memo of a pure function by its argument's exact bits;
+//! - [`narrow`]: the exact skewness and kurtosis in 128-bit integers when
+//!   they fit (the same bits as the wide path).
 
 pub mod exact;
 pub mod fine;
 pub mod histogram;
 pub mod memo;
+pub mod narrow;
 pub mod rebin;
