@@ -98,26 +98,20 @@ pub struct Totals {
     pub counters: Vec<WideMoments>,
     /// Functions whose profile changed since [`Totals::take_changed`] was
     /// last called (the provenance writer rewrites only their rows).
-    changed: Vec<u32>,
-    changed_bits: Vec<u64>,
+    changed: bits::MarkedSet,
 }
 
 impl Totals {
     /// The functions whose profile changed since the last call, in
     /// increasing order (then forgotten).
     pub fn take_changed(&mut self) -> Vec<u32> {
-        for &f in &self.changed {
-            bits::remove(&mut self.changed_bits, f);
-        }
-        let mut out = std::mem::take(&mut self.changed);
+        let mut out = self.changed.take();
         out.sort_unstable();
         out
     }
 
     fn mark_changed(&mut self, f: u32) {
-        if bits::insert(&mut self.changed_bits, f) {
-            self.changed.push(f);
-        }
+        self.changed.mark(f);
     }
 }
 

@@ -8,36 +8,24 @@
 //! 10⁵ functions), identical on every rank and in function order, so the
 //! reduced models are the same as with the dense reduction.
 
-use crate::util::bits::{bitset_of, insert, remove};
+use crate::util::bits::{bitset_of, MarkedSet};
 
 /// This rank's functions with an execution in the current step.
 #[derive(Debug, Default)]
-pub struct TouchedFunctions {
-    /// One bit per function index seen (reset as the step's set is taken).
-    bits: Vec<u64>,
-    /// The functions whose bit is set, in the order first touched.
-    list: Vec<u32>,
-}
+pub struct TouchedFunctions(MarkedSet);
 
 impl TouchedFunctions {
     /// Notes an execution of `function`.
     #[inline]
     pub fn mark(&mut self, function: u32) {
-        if insert(&mut self.bits, function) {
-            self.list.push(function);
-        }
+        self.0.mark(function);
     }
 
     /// The step's set as `ceil(n / 64)` words for the OR reduction over
     /// ranks (functions `0..n`), then cleared for the next step; costs the
     /// words and the functions touched, not a pass over every function.
     pub fn take_words(&mut self, n: usize) -> Vec<u64> {
-        let words = bitset_of(n, self.list.iter().copied());
-        for &f in &self.list {
-            remove(&mut self.bits, f);
-        }
-        self.list.clear();
-        words
+        bitset_of(n, self.0.take())
     }
 }
 

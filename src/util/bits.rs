@@ -1,6 +1,8 @@
 //! Sets of function indices as bits, 64 to a word: the form in which ranks
 //! agree on a set with one bitwise-OR reduction (n/8 bytes for n
-//! functions) and then visit only its members.
+//! functions) and then visit only its members; and [`MarkedSet`], the set
+//! a rank builds while it works (what ran, what changed), taken and cleared
+//! in time proportional to its members.
 
 /// The words of a set over `0..n` holding `indices` (those ≥ `n` are left
 /// out).
@@ -60,6 +62,35 @@ pub fn remove(words: &mut [u64], i: u32) {
     }
 }
 
+/// The indices marked since the set was last taken: a bit per index (one
+/// test per mark) and the list of members in the order first marked, so
+/// that taking the set costs its members, not a pass over every index.
+#[derive(Debug, Default, Clone)]
+pub struct MarkedSet {
+    bits: Vec<u64>,
+    list: Vec<u32>,
+}
+
+impl MarkedSet {
+    /// Adds `i`; true when it was not in the set.
+    #[inline]
+    pub fn mark(&mut self, i: u32) -> bool {
+        let new = insert(&mut self.bits, i);
+        if new {
+            self.list.push(i);
+        }
+        new
+    }
+
+    /// The members in the order first marked, and an empty set after.
+    pub fn take(&mut self) -> Vec<u32> {
+        for &i in &self.list {
+            remove(&mut self.bits, i);
+        }
+        std::mem::take(&mut self.list)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +115,16 @@ mod tests {
         remove(&mut words, 70);
         remove(&mut words, 500);
         assert_eq!(words, [0, 0]);
+    }
+
+    #[test]
+    fn a_marked_set_keeps_first_marks_in_order_and_empties_when_taken() {
+        let mut m = MarkedSet::default();
+        let new: Vec<bool> = [130, 3, 64, 3, 0, 130].iter().map(|&i| m.mark(i)).collect();
+        assert_eq!(new, [true, true, true, false, true, false]);
+        assert_eq!(m.take(), vec![130, 3, 64, 0]);
+        assert_eq!(m.take(), Vec::<u32>::new());
+        assert!(m.mark(3), "a taken member can be marked again");
+        assert_eq!(m.take(), vec![3]);
     }
 }
