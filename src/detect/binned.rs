@@ -6,6 +6,7 @@
 //! [`Kernel`] — a pure function of integer data, hence identical on every
 //! rank. Labelling then only reads the derived model.
 
+use super::sharing::ModelSharing;
 use super::stats::fine::{
     bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS,
 };
@@ -56,6 +57,17 @@ pub trait Kernel: Send {
     fn hist_len(&self, _model: &Self::Model) -> usize {
         0
     }
+    /// Whether derived models travel between ranks ([`Kernel::encode`],
+    /// [`Kernel::decode`]): then each changed function's model is derived
+    /// on one AD rank and shared (see `detect::sharing`). Without it,
+    /// every rank derives every changed function.
+    fn shares_models(&self) -> bool {
+        false
+    }
+    /// Appends the words of a derived model, every bit of it.
+    fn encode(&self, _model: &Self::Model, _out: &mut Vec<u64>) {}
+    /// Sets `model` to the one [`Kernel::encode`] wrote as `words`.
+    fn decode(&self, _model: &mut Self::Model, _words: &[u64]) {}
 }
 
 /// A detector on the exact fine histogram, specialised by a [`Kernel`].
@@ -72,6 +84,8 @@ pub struct BinnedDetector<K: Kernel> {
     /// step's few active ones lie megabytes apart, one cache and TLB miss
     /// per execution labelled). Counts only grow, so a bit once set stays.
     labelled: Vec<u64>,
+    /// The changed functions' models dealt out over the AD ranks.
+    sharing: ModelSharing,
 }
 
 impl<K: Kernel> BinnedDetector<K> {
@@ -85,6 +99,7 @@ impl<K: Kernel> BinnedDetector<K> {
             models: Vec::new(),
             threshold_of: Vec::new(),
             labelled: Vec::new(),
+            sharing: ModelSharing::default(),
         }
     }
 
@@ -148,23 +163,44 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         self.fine.take_partial()
     }
 
+    fn set_ranks(&mut self, rank: usize, ranks: usize) {
+        self.sharing.set_ranks(rank, ranks);
+    }
+
     fn merge_reduced(&mut self, reduced: &Wire) {
+        let (kernel, models, sharing) = (&mut self.kernel, &mut self.models, &mut self.sharing);
+        if sharing.awaiting() {
+            sharing.merge_reduced(reduced, |f, words| {
+                if let Some(model) = models.get_mut(f as usize) {
+                    kernel.decode(model, words);
+                }
+            });
+            return;
+        }
         // What `rederive` does, field by field: `self.fine` is busy.
-        let (kernel, models) = (&mut self.kernel, &mut self.models);
+        let share = sharing.enabled() && kernel.shares_models();
         let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
         let (labelled, need) = (&mut self.labelled, self.min_count.max(2));
-        self.fine.merge_reduced(reduced, |f, hist, step| {
+        let merged = self.fine.merge_reduced(reduced, |f, hist, step| {
             if let Some(model) = models.get_mut(f) {
-                kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
+                if !share {
+                    kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
+                } else if sharing.deal(f as u32) {
+                    kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
+                    sharing.push_own(|out| kernel.encode(model, out));
+                }
             }
             if hist.count() >= need {
                 bits::insert(labelled, f as u32);
             }
         });
+        if merged && share {
+            sharing.start();
+        }
     }
 
     fn next_round(&mut self) -> Option<Wire> {
-        self.fine.next_round()
+        self.fine.next_round().or_else(|| self.sharing.next_round())
     }
 
     fn set_function_threshold(&mut self, function: u32, value: f64) {
@@ -438,7 +474,8 @@ pub(crate) mod testing {
         assign: &dyn Fn(usize, usize) -> usize,
     ) -> Box<dyn Detector> {
         let mut ranks: Vec<Box<dyn Detector>> = (0..nranks).map(|_| make()).collect();
-        for r in ranks.iter_mut() {
+        for (i, r) in ranks.iter_mut().enumerate() {
+            r.set_ranks(i, nranks);
             r.ensure_functions(functions);
         }
         for (s, rows) in steps.iter().enumerate() {

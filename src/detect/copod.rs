@@ -313,6 +313,62 @@ impl Kernel for CopodKernel {
         }
     }
 
+    fn shares_models(&self) -> bool {
+        true
+    }
+
+    fn encode(&self, m: &CopodModel, out: &mut Vec<u64>) {
+        let (h, r) = (&m.left.hist, &m.right);
+        out.extend([
+            h.start.to_bits(),
+            h.bin_width.to_bits(),
+            h.min.to_bits(),
+            h.max.to_bits(),
+            r.start.to_bits(),
+            r.bin_width.to_bits(),
+            r.min.to_bits(),
+            r.max.to_bits(),
+            r.nbin as u64,
+            m.skewness.to_bits(),
+            m.p_sign.to_bits(),
+            m.n_sign.to_bits(),
+            m.local_threshold.to_bits(),
+            m.global_threshold.to_bits(),
+        ]);
+        out.extend_from_slice(&h.counts);
+    }
+
+    fn decode(&self, m: &mut CopodModel, words: &[u64]) {
+        const HEAD: usize = 14;
+        let (head, counts) = words.split_at(words.len().min(HEAD));
+        let float = |i: usize| f64::from_bits(head.get(i).copied().unwrap_or(0));
+        let h = &mut m.left.hist;
+        (h.start, h.bin_width, h.min, h.max) = (float(0), float(1), float(2), float(3));
+        h.counts.clear();
+        h.counts.extend_from_slice(counts);
+        m.right = Grid {
+            start: float(4),
+            bin_width: float(5),
+            min: float(6),
+            max: float(7),
+            nbin: head.get(8).copied().unwrap_or(0) as usize,
+        };
+        m.skewness = float(9);
+        m.p_sign = float(10);
+        m.n_sign = float(11);
+        m.local_threshold = float(12);
+        m.global_threshold = float(13);
+        // What the derivation leaves besides the model proper: the CDF's
+        // running counts (a pure function of the counts), the bins holding
+        // counts (which the next labelling histogram resets) and an empty
+        // score cache.
+        m.left.refresh();
+        m.filled.clear();
+        m.filled
+            .extend((0..m.left.hist.counts.len()).filter(|&b| m.left.hist.counts[b] > 0));
+        m.memo = ScoreMemo::default();
+    }
+
     fn judge(&self, m: &CopodModel, value: u64) -> Verdict {
         let score = m.memo.get_or(value, || m.score(value as f64));
         Verdict::by_threshold(score, m.global_threshold)

@@ -108,6 +108,9 @@ impl Detector for Directed {
     fn next_round(&mut self) -> Option<Wire> {
         self.inner.next_round()
     }
+    fn set_ranks(&mut self, rank: usize, ranks: usize) {
+        self.inner.set_ranks(rank, ranks);
+    }
     fn set_function_threshold(&mut self, function: u32, value: f64) {
         self.inner.set_function_threshold(function, value);
     }

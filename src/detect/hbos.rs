@@ -343,6 +343,47 @@ impl Kernel for HbosKernel {
         }
     }
 
+    fn shares_models(&self) -> bool {
+        true
+    }
+
+    fn encode(&self, m: &HbosModel, out: &mut Vec<u64>) {
+        let g = &m.grid;
+        out.extend([
+            g.start.to_bits(),
+            g.bin_width.to_bits(),
+            g.min.to_bits(),
+            g.max.to_bits(),
+            g.nbin as u64,
+            m.local_threshold.to_bits(),
+            m.global_threshold.to_bits(),
+        ]);
+        for h in &m.held {
+            out.extend([u64::from(h.bin), h.count, h.score.to_bits()]);
+        }
+    }
+
+    fn decode(&self, m: &mut HbosModel, words: &[u64]) {
+        let (head, held) = words.split_at(words.len().min(7));
+        let word = |i: usize| head.get(i).copied().unwrap_or(0);
+        let float = |i: usize| f64::from_bits(word(i));
+        m.grid = Grid {
+            start: float(0),
+            bin_width: float(1),
+            min: float(2),
+            max: float(3),
+            nbin: word(4) as usize,
+        };
+        m.local_threshold = float(5);
+        m.global_threshold = float(6);
+        m.held.clear();
+        m.held.extend(held.chunks_exact(3).map(|w| HeldBin {
+            bin: w[0] as u32,
+            count: w[1],
+            score: f64::from_bits(w[2]),
+        }));
+    }
+
     fn judge(&self, m: &HbosModel, value: u64) -> Verdict {
         m.judge(value as f64)
     }

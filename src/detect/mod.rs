@@ -35,6 +35,7 @@ pub mod direction;
 pub mod hbos;
 pub mod modal;
 pub mod model;
+pub mod sharing;
 pub mod sstd;
 pub mod stats;
 
@@ -260,6 +261,12 @@ pub trait Detector: Send {
     fn take_partial(&mut self) -> Wire;
     /// Merges the step partial reduced over all ranks into the global model.
     fn merge_reduced(&mut self, reduced: &Wire);
+    /// This rank's index among the `ranks` AD ranks (before the first
+    /// step; 0 of 1 by default): a detector may deal work out over the
+    /// ranks, such as deriving each changed function's model on one rank
+    /// and sharing it (`sharing`), as long as every rank ends with the
+    /// same model.
+    fn set_ranks(&mut self, _rank: usize, _ranks: usize) {}
     /// After [`Detector::merge_reduced`]: the wire of a further reduction
     /// round of this step, if the detector needs one (all ranks agree, as
     /// the answer depends only on reduced data).

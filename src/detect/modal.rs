@@ -421,6 +421,47 @@ impl Kernel for ModalKernel {
         m.judge(value)
     }
 
+    fn shares_models(&self) -> bool {
+        true
+    }
+
+    fn encode(&self, m: &ModalModel, out: &mut Vec<u64>) {
+        out.extend([
+            m.segments as u64,
+            m.bandwidth.to_bits(),
+            u64::from(m.shares_from_history),
+            m.threshold.to_bits(),
+        ]);
+        for mode in &m.normal {
+            out.extend([
+                mode.centre.to_bits(),
+                mode.left.to_bits(),
+                mode.right.to_bits(),
+                mode.count,
+                mode.share.to_bits(),
+            ]);
+        }
+    }
+
+    fn decode(&self, m: &mut ModalModel, words: &[u64]) {
+        let (head, modes) = words.split_at(words.len().min(4));
+        let word = |i: usize| head.get(i).copied().unwrap_or(0);
+        m.segments = word(0) as usize;
+        m.bandwidth = f64::from_bits(word(1));
+        m.shares_from_history = word(2) != 0;
+        m.threshold = f64::from_bits(word(3));
+        m.normal.clear();
+        m.normal.extend(modes.chunks_exact(5).map(|w| Mode {
+            centre: f64::from_bits(w[0]),
+            left: f64::from_bits(w[1]),
+            right: f64::from_bits(w[2]),
+            count: w[3],
+            share: f64::from_bits(w[4]),
+        }));
+        // As `derive_into` leaves it: no room beyond the modes.
+        m.normal.shrink_to_fit();
+    }
+
     fn is_slow(&self, m: &ModalModel, value: u64, mean: f64) -> bool {
         // Fast means faster than every normal code path: below the median
         // of the fastest normal mode. A runtime between two paths took

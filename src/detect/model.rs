@@ -381,6 +381,11 @@ impl Detector for ModelDetector {
         self.fallback.merge_reduced(&rest);
     }
 
+    fn set_ranks(&mut self, rank: usize, ranks: usize) {
+        // The residual model's SSTD has no derivation to deal out.
+        self.fallback.set_ranks(rank, ranks);
+    }
+
     fn next_round(&mut self) -> Option<Wire> {
         let next = self.fallback.next_round();
         self.fallback_round = next.is_some();

@@ -161,7 +161,8 @@ impl<'a> Pipeline<'a> {
         let all_specs = inputs::agree_on_streams(coll, opts, sources.as_ref())
             .map_err(crate::util::same_on_every_rank::SameOnEveryRank::wrap)?;
         let filter = FunctionFilter::new(FunctionRules::load(opts)?);
-        let detector = opts.detector.build()?;
+        let mut detector = opts.detector.build()?;
+        detector.set_ranks(rank, size);
         let tags = run_tags(opts, all_specs.len(), size)?;
         if opts.report.is_some() && opts.no_provenance {
             anyhow::bail!(
