@@ -118,8 +118,17 @@ impl Collectives {
         all.dedup();
 
         // A hash collision would have dropped a name: check, and agree on
-        // the plain allgather if it happened anywhere.
-        let missing = new_local.iter().any(|k| all.binary_search(k).is_err());
+        // the plain allgather if it happened anywhere. Each of this rank's
+        // names (`mine`, by hash) must be in the union under its hash.
+        let mut by_hash: Vec<(u64, &NameKey)> = all.iter().map(|k| (name_hash(k), k)).collect();
+        by_hash.sort_unstable_by_key(|e| e.0);
+        let missing = mine.iter().any(|&(h, k)| {
+            let at = by_hash.partition_point(|e| e.0 < h);
+            !by_hash[at..]
+                .iter()
+                .take_while(|e| e.0 == h)
+                .any(|e| e.1 == k)
+        });
         if self.allreduce_or(&[missing as u64])[0] != 0 {
             return self.agree_names_by_allgather(new_local);
         }

@@ -18,8 +18,8 @@ impl Pipeline<'_> {
             st.names
                 .unknown_names(program, &trace.new_attributes, found, &mut unknown);
         }
-        unknown.sort();
-        unknown.dedup();
+        // Duplicates (a name new to several streams) are dropped by the
+        // agreement itself.
         let agreed = st.coll.agree_names(&unknown);
         let counters_before = st.names.counters.len() as u32;
         let new_functions = st.names.extend(agreed);
