@@ -318,46 +318,34 @@ impl Kernel for CopodKernel {
     }
 
     fn encode(&self, m: &CopodModel, out: &mut Vec<u64>) {
-        let (h, r) = (&m.left.hist, &m.right);
+        out.extend(m.left.hist.grid().to_words());
+        out.extend(m.right.to_words());
         out.extend([
-            h.start.to_bits(),
-            h.bin_width.to_bits(),
-            h.min.to_bits(),
-            h.max.to_bits(),
-            r.start.to_bits(),
-            r.bin_width.to_bits(),
-            r.min.to_bits(),
-            r.max.to_bits(),
-            r.nbin as u64,
             m.skewness.to_bits(),
             m.p_sign.to_bits(),
             m.n_sign.to_bits(),
             m.local_threshold.to_bits(),
             m.global_threshold.to_bits(),
         ]);
-        out.extend_from_slice(&h.counts);
+        out.extend_from_slice(&m.left.hist.counts);
     }
 
     fn decode(&self, m: &mut CopodModel, words: &[u64]) {
-        const HEAD: usize = 14;
+        const HEAD: usize = 2 * Grid::WORDS + 5;
         let (head, counts) = words.split_at(words.len().min(HEAD));
         let float = |i: usize| f64::from_bits(head.get(i).copied().unwrap_or(0));
+        let left = Grid::from_words(head);
         let h = &mut m.left.hist;
-        (h.start, h.bin_width, h.min, h.max) = (float(0), float(1), float(2), float(3));
+        (h.start, h.bin_width, h.min, h.max) = (left.start, left.bin_width, left.min, left.max);
         h.counts.clear();
         h.counts.extend_from_slice(counts);
-        m.right = Grid {
-            start: float(4),
-            bin_width: float(5),
-            min: float(6),
-            max: float(7),
-            nbin: head.get(8).copied().unwrap_or(0) as usize,
-        };
-        m.skewness = float(9);
-        m.p_sign = float(10);
-        m.n_sign = float(11);
-        m.local_threshold = float(12);
-        m.global_threshold = float(13);
+        m.right = Grid::from_words(head.get(Grid::WORDS..).unwrap_or(&[]));
+        let at = 2 * Grid::WORDS;
+        m.skewness = float(at);
+        m.p_sign = float(at + 1);
+        m.n_sign = float(at + 2);
+        m.local_threshold = float(at + 3);
+        m.global_threshold = float(at + 4);
         // What the derivation leaves besides the model proper: the CDF's
         // running counts (a pure function of the counts), the bins holding
         // counts (which the next labelling histogram resets) and an empty

@@ -348,34 +348,20 @@ impl Kernel for HbosKernel {
     }
 
     fn encode(&self, m: &HbosModel, out: &mut Vec<u64>) {
-        let g = &m.grid;
-        out.extend([
-            g.start.to_bits(),
-            g.bin_width.to_bits(),
-            g.min.to_bits(),
-            g.max.to_bits(),
-            g.nbin as u64,
-            m.local_threshold.to_bits(),
-            m.global_threshold.to_bits(),
-        ]);
+        out.extend(m.grid.to_words());
+        out.extend([m.local_threshold.to_bits(), m.global_threshold.to_bits()]);
         for h in &m.held {
             out.extend([u64::from(h.bin), h.count, h.score.to_bits()]);
         }
     }
 
     fn decode(&self, m: &mut HbosModel, words: &[u64]) {
-        let (head, held) = words.split_at(words.len().min(7));
-        let word = |i: usize| head.get(i).copied().unwrap_or(0);
-        let float = |i: usize| f64::from_bits(word(i));
-        m.grid = Grid {
-            start: float(0),
-            bin_width: float(1),
-            min: float(2),
-            max: float(3),
-            nbin: word(4) as usize,
-        };
-        m.local_threshold = float(5);
-        m.global_threshold = float(6);
+        const HEAD: usize = Grid::WORDS + 2;
+        let (head, held) = words.split_at(words.len().min(HEAD));
+        let float = |i: usize| f64::from_bits(head.get(i).copied().unwrap_or(0));
+        m.grid = Grid::from_words(head);
+        m.local_threshold = float(Grid::WORDS);
+        m.global_threshold = float(Grid::WORDS + 1);
         m.held.clear();
         m.held.extend(held.chunks_exact(3).map(|w| HeldBin {
             bin: w[0] as u32,

@@ -521,6 +521,33 @@ pub struct Grid {
 }
 
 impl Grid {
+    /// Words of [`Grid::to_words`].
+    pub const WORDS: usize = 5;
+
+    /// The grid as words, every bit of its edges (for models that travel
+    /// between ranks).
+    pub fn to_words(&self) -> [u64; Self::WORDS] {
+        [
+            self.start.to_bits(),
+            self.bin_width.to_bits(),
+            self.min.to_bits(),
+            self.max.to_bits(),
+            self.nbin as u64,
+        ]
+    }
+
+    /// The grid [`Grid::to_words`] wrote (missing words read as zero).
+    pub fn from_words(words: &[u64]) -> Grid {
+        let word = |i: usize| words.get(i).copied().unwrap_or(0);
+        Grid {
+            start: f64::from_bits(word(0)),
+            bin_width: f64::from_bits(word(1)),
+            min: f64::from_bits(word(2)),
+            max: f64::from_bits(word(3)),
+            nbin: word(4) as usize,
+        }
+    }
+
     /// Lower edge of bin `b` (as [`Histogram::lower_edge`]).
     #[inline]
     pub fn lower_edge(&self, b: usize) -> f64 {
