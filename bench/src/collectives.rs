@@ -230,9 +230,11 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
              {COLLECTIVE_STEPS} steps) versus the number of functions, on 1, 2 and 4 AD ranks \
              of this 2-core machine, 4 application ranks, every function called in every \
              step; the run with the median time of three. The reduce column includes the \
-             model update (merging the reduced partials and re-deriving every active \
-             function's model); at 10^4 functions on 1 and 2 ranks every detector is \
-             measured. 4 AD ranks are oversubscribed (2 \
+             model update (merging the reduced partials and re-deriving the active \
+             functions' models: all of them on 1 rank; on P ranks the binned detectors \
+             derive 1/P of them each and receive the others' models in two more SUM rounds, \
+             hence their larger reduce bytes from 2 ranks on); at 10^4 functions on 1 and 2 \
+             ranks every detector is measured. 4 AD ranks are oversubscribed (2 \
              per core): their times include waiting for a core. No machine with more cores \
              was available, so there are no times from more ranks on real cores; the byte \
              sweep below goes to 64 ranks, where the byte counts are exact. `comm` is the \
@@ -242,7 +244,7 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
              update of a detector, which the collective waits for, is uneven over ranks); \
              `model` is the cost model below with the constants fitted to this machine's \
              allreduce. The reduction's bytes (sent = received) grow with the functions, not \
-             with the ranks; the agreement's bytes are in the sweep."
+             with the ranks (from 2 ranks on); the agreement's bytes are in the sweep."
         ),
     );
     b.table(
