@@ -37,6 +37,20 @@ pub fn name_hash(key: &NameKey) -> u64 {
     crate::util::hash::name_hash(key.0, &key.1)
 }
 
+/// Whether a name of `mine` (with its `hash`) is not in `union` under that
+/// hash: another name with the same hash was published in its place.
+fn misses_any(mine: &[(u64, &NameKey)], union: &[NameKey], hash: impl Fn(&NameKey) -> u64) -> bool {
+    let mut by_hash: Vec<(u64, &NameKey)> = union.iter().map(|k| (hash(k), k)).collect();
+    by_hash.sort_unstable_by_key(|e| e.0);
+    mine.iter().any(|&(h, k)| {
+        let at = by_hash.partition_point(|e| e.0 < h);
+        !by_hash[at..]
+            .iter()
+            .take_while(|e| e.0 == h)
+            .any(|e| e.1 == k)
+    })
+}
+
 /// Words of `v` as little-endian bytes.
 fn to_bytes(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -120,15 +134,7 @@ impl Collectives {
         // A hash collision would have dropped a name: check, and agree on
         // the plain allgather if it happened anywhere. Each of this rank's
         // names (`mine`, by hash) must be in the union under its hash.
-        let mut by_hash: Vec<(u64, &NameKey)> = all.iter().map(|k| (name_hash(k), k)).collect();
-        by_hash.sort_unstable_by_key(|e| e.0);
-        let missing = mine.iter().any(|&(h, k)| {
-            let at = by_hash.partition_point(|e| e.0 < h);
-            !by_hash[at..]
-                .iter()
-                .take_while(|e| e.0 == h)
-                .any(|e| e.1 == k)
-        });
+        let missing = misses_any(&mine, &all, name_hash);
         if self.allreduce_or(&[missing as u64])[0] != 0 {
             return self.agree_names_by_allgather(new_local);
         }
@@ -164,5 +170,28 @@ mod tests {
         let v = vec![0, 1, u64::MAX, 0x0102_0304_0506_0708];
         assert_eq!(to_words(&to_bytes(&v)), v);
         assert!(to_words(&[1, 2, 3]).is_empty());
+    }
+
+    #[test]
+    fn a_name_lost_to_a_hash_collision_is_noticed() {
+        let (a, b, c): (NameKey, NameKey, NameKey) =
+            ((0, "alpha".into()), (0, "beta".into()), (1, "alpha".into()));
+        // A hash under which "alpha" and "beta" collide (program 1 apart).
+        let clash = |k: &NameKey| u64::from(k.0) * 7;
+        // The provider of the shared hash published "alpha": the rank that
+        // offered "beta" misses it, the one that offered "alpha" does not.
+        let union = vec![a.clone(), c.clone()];
+        assert!(misses_any(&[(clash(&b), &b)], &union, clash));
+        assert!(!misses_any(
+            &[(clash(&a), &a), (clash(&c), &c)],
+            &union,
+            clash
+        ));
+        // Names absent from the union altogether are missed too, and with
+        // the real hash nothing is missed when everything was published.
+        assert!(misses_any(&[(name_hash(&b), &b)], &union, name_hash));
+        let all = vec![a.clone(), b.clone(), c.clone()];
+        let mine: Vec<(u64, &NameKey)> = all.iter().map(|k| (name_hash(k), k)).collect();
+        assert!(!misses_any(&mine, &all, name_hash));
     }
 }
