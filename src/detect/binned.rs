@@ -4,7 +4,9 @@
 //! After each merge, every function that received data gets its labelling
 //! model re-derived from the global fine histogram by the detector's
 //! [`Kernel`] — a pure function of integer data, hence identical on every
-//! rank. Labelling then only reads the derived model.
+//! rank. With several AD ranks each changed function is derived on one of
+//! them and its model shared with the others (`super::sharing`), bit for
+//! bit. Labelling then only reads the derived model.
 
 use super::sharing::ModelSharing;
 use super::stats::fine::{
