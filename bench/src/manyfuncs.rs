@@ -136,7 +136,8 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
              moving on by 1,500 members every step) with the family's size changed, with the \
              provenance file. Peak RSS on {np_memory} AD ranks (one stream each, as deployed \
              beside the application); time per step and its phases on {np_time} AD ranks (the \
-             run with the median time of three; 4 streams each; the {np_memory}-rank runs share 2 cores and mostly measure waiting). \
+             run with the median time of three; 4 streams each; the {np_memory}-rank runs \
+             share 2 cores and mostly measure waiting). \
              Most functions are rare: the functions seen are those drawn at least once; \
              *active/step* counts the functions executed in a step on some rank (about 1,650 \
              from 30,000 members on; a 1,000-member family caps it near 800), the set the model \

@@ -185,11 +185,12 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         let (labelled, need) = (&mut self.labelled, self.min_count.max(2));
         let merged = self.fine.merge_reduced(reduced, |f, hist, step| {
             if let Some(model) = models.get_mut(f) {
-                if !share {
+                // With sharing, only the functions dealt to this rank.
+                if !share || sharing.deal(f as u32) {
                     kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
-                } else if sharing.deal(f as u32) {
-                    kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
-                    sharing.push_own(|out| kernel.encode(model, out));
+                    if share {
+                        sharing.push_own(|out| kernel.encode(model, out));
+                    }
                 }
             }
             if hist.count() >= need {

@@ -24,8 +24,9 @@ enum Round {
     Idle,
     /// The lengths wire is out.
     Lengths,
-    /// The models wire is out; `lens` are every changed model's lengths.
-    Models { lens: Vec<u64> },
+    /// The models wire is out; changed model `k` lies at
+    /// `bounds[k]..bounds[k + 1]` in it.
+    Models { bounds: Vec<usize> },
 }
 
 /// One rank's part of the model sharing of a step (see the module doc).
@@ -125,15 +126,16 @@ impl ModelSharing {
                 // Every rank contributes the same lengths, so a wire of
                 // another shape cannot come from this program's ranks:
                 // missing lengths count as empty models.
-                let lens: Vec<u64> = (0..self.changed.len())
-                    .map(|k| reduced.sum.get(k).copied().unwrap_or(0))
-                    .collect();
-                let total = lens.iter().map(|&l| l as usize).sum();
-                let mut sum = vec![0u64; total];
-                let offsets = offsets(&lens);
+                let mut bounds = Vec::with_capacity(self.changed.len() + 1);
+                bounds.push(0);
+                for k in 0..self.changed.len() {
+                    let len = reduced.sum.get(k).copied().unwrap_or(0) as usize;
+                    bounds.push(bounds[k] + len);
+                }
+                let mut sum = vec![0u64; bounds[self.changed.len()]];
                 let mut start = 0;
                 for &(k, end) in &self.own {
-                    let at = offsets[k];
+                    let at = bounds[k];
                     sum[at..at + end - start].copy_from_slice(&self.words[start..end]);
                     start = end;
                 }
@@ -141,16 +143,14 @@ impl ModelSharing {
                     sum,
                     ..Default::default()
                 });
-                self.round = Round::Models { lens };
+                self.round = Round::Models { bounds };
             }
-            Round::Models { lens } => {
-                let offsets = offsets(&lens);
+            Round::Models { bounds } => {
                 for (k, &f) in self.changed.iter().enumerate() {
                     if k % self.ranks == self.rank {
                         continue;
                     }
-                    let (at, len) = (offsets[k], lens[k] as usize);
-                    decode(f, reduced.sum.get(at..at + len).unwrap_or(&[]));
+                    decode(f, reduced.sum.get(bounds[k]..bounds[k + 1]).unwrap_or(&[]));
                 }
                 self.changed.clear();
                 self.own.clear();
@@ -158,18 +158,6 @@ impl ModelSharing {
             }
         }
     }
-}
-
-/// Start of each model in the models wire.
-fn offsets(lens: &[u64]) -> Vec<usize> {
-    let mut at = 0;
-    lens.iter()
-        .map(|&l| {
-            let here = at;
-            at += l as usize;
-            here
-        })
-        .collect()
 }
 
 #[cfg(test)]

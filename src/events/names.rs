@@ -85,16 +85,10 @@ impl NameTable {
                 if self.program(first) == key.0 && self.name(first) == key.1 {
                     return first;
                 }
-                match self.clashes.entry(key) {
-                    std::collections::hash_map::Entry::Occupied(c) => return *c.get(),
-                    std::collections::hash_map::Entry::Vacant(c) => {
-                        let key = c.key().clone();
-                        c.insert(i);
-                        self.spans.push((key.0, self.text.len() as u32));
-                        self.text.push_str(&key.1);
-                        return i;
-                    }
+                if let Some(&known) = self.clashes.get(&key) {
+                    return known;
                 }
+                self.clashes.insert(key.clone(), i);
             }
         }
         self.spans.push((key.0, self.text.len() as u32));
