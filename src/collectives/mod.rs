@@ -22,6 +22,10 @@ mod names;
 mod routed;
 
 pub use names::name_hash;
+
+/// The C handle of the AD ranks' communicator (see
+/// [`Collectives::raw_comm`]).
+pub type RawComm = mpi::ffi::MPI_Comm;
 pub use routed::grid_shape;
 
 /// This program's own communicator (the AD ranks, or the ranks of an
@@ -380,7 +384,7 @@ impl Collectives {
     /// The raw communicator, for libraries that do their own MPI-IO on the
     /// AD ranks (parallel HDF5). Only `output` uses it, and only to open
     /// files; every message still goes through this module.
-    pub fn raw_comm(&self) -> mpi::ffi::MPI_Comm {
+    pub fn raw_comm(&self) -> RawComm {
         self.world.as_raw()
     }
 

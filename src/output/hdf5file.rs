@@ -3,7 +3,9 @@
 //! code that calls HDF5, and the only `unsafe` code of the output room: the
 //! few raw C calls the safe wrapper cannot express (null-terminated string
 //! types, reading rows of a type known only at run time) are here, so their
-//! invariants are checked in one place.
+//! invariants are checked in one place. This file is long because of that:
+//! every raw HDF5 call of the project and the file's life cycle (create,
+//! grow, rewrite rows, flush by reopening, close) live here together.
 //!
 //! Rules of parallel HDF5 this module follows:
 //! - every rank makes the same metadata calls in the same order (create,
@@ -74,8 +76,13 @@ pub enum FileAttr {
 
 /// The open provenance file.
 pub struct ProvenanceFile {
-    file: hdf5::File,
+    /// The open file; `None` once closing it for a flush failed (every
+    /// later call then fails).
+    file: Option<hdf5::File>,
     path: PathBuf,
+    /// The communicator the file was opened on (to open it again after a
+    /// flush).
+    comm: crate::collectives::RawComm,
     /// Appendable tables by path, with their current length in rows.
     tables: HashMap<String, (Dataset, u64)>,
 }
@@ -96,26 +103,13 @@ impl ProvenanceFile {
             return Err(SameOnEveryRank::wrap(anyhow::anyhow!("{problem}")));
         }
         let comm = coll.raw_comm();
-        // HDF5's metadata cache grows adaptively up to 32 MiB as the tables
-        // grow; 4 MiB holds what our appends touch, so memory stays flat
-        // over long runs.
-        let mdc = MetadataCacheConfig {
-            max_size: 4 << 20,
-            min_size: 1 << 20,
-            initial_size: 2 << 20,
-            ..Default::default()
-        };
-        let file = hdf5::File::with_options()
-            .with_fapl(|p| {
-                p.mpio(comm, None)
-                    .all_coll_metadata_ops(true)
-                    .mdc_config(&mdc)
-            })
+        let file = file_options(comm)
             .create(path)
             .with_context(|| format!("creating provenance file {}", path.display()))?;
         Ok(ProvenanceFile {
-            file,
+            file: Some(file),
             path: path.to_path_buf(),
+            comm,
             tables: HashMap::new(),
         })
     }
@@ -123,6 +117,13 @@ impl ProvenanceFile {
     /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The open file, or an error once a flush could not open it again.
+    fn h5(&self) -> anyhow::Result<&hdf5::File> {
+        self.file
+            .as_ref()
+            .with_context(|| format!("{} was not reopened after a flush", self.path.display()))
     }
 
     /// Creates the groups on the way to `name` (collective).
@@ -134,8 +135,8 @@ impl ProvenanceFile {
                 prefix.push('/');
             }
             prefix.push_str(part);
-            if !self.file.link_exists(&prefix) {
-                self.file
+            if !self.h5()?.link_exists(&prefix) {
+                self.h5()?
                     .create_group(&prefix)
                     .with_context(|| format!("creating group {prefix}"))?;
             }
@@ -190,7 +191,7 @@ impl ProvenanceFile {
                 H5D_fill_time_t::H5D_FILL_TIME_NEVER,
             ))?;
             let ds = H5Dcreate2(
-                self.file.id(),
+                self.h5()?.id(),
                 cname.as_ptr(),
                 file_type.0,
                 space.0,
@@ -200,7 +201,7 @@ impl ProvenanceFile {
             );
             drop(Raw::new(ds, H5Dclose)?);
         }
-        let ds = self.file.dataset(name)?;
+        let ds = self.h5()?.dataset(name)?;
         describe::<T>(&ds, name)?;
         Ok(ds)
     }
@@ -292,8 +293,8 @@ impl ProvenanceFile {
     pub fn recreate<T: DescribedRow>(&mut self, name: &str, len: u64) -> anyhow::Result<()> {
         self.ensure_groups(name)?;
         self.tables.remove(name);
-        if self.file.link_exists(name) {
-            self.file
+        if self.h5()?.link_exists(name) {
+            self.h5()?
                 .unlink(name)
                 .with_context(|| format!("replacing {name}"))?;
         }
@@ -307,27 +308,24 @@ impl ProvenanceFile {
     /// Sets attributes of the root group (collective; same values on every
     /// rank).
     pub fn set_attrs(&self, attrs: &[(&str, FileAttr)]) -> anyhow::Result<()> {
+        let file = self.h5()?;
         for (name, value) in attrs {
-            if self.file.attr(name).is_ok() {
-                self.file
-                    .delete_attr(name)
+            if file.attr(name).is_ok() {
+                file.delete_attr(name)
                     .with_context(|| format!("replacing attribute {name}"))?;
             }
             let res = match value {
                 FileAttr::Str(s) => {
                     let v: VarLenUnicode = s.replace('\0', " ").parse().unwrap_or_default();
-                    self.file
-                        .new_attr::<VarLenUnicode>()
+                    file.new_attr::<VarLenUnicode>()
                         .create(*name)
                         .and_then(|a| a.write_scalar(&v))
                 }
-                FileAttr::U64(x) => self
-                    .file
+                FileAttr::U64(x) => file
                     .new_attr::<u64>()
                     .create(*name)
                     .and_then(|a| a.write_scalar(x)),
-                FileAttr::F64(x) => self
-                    .file
+                FileAttr::F64(x) => file
                     .new_attr::<f64>()
                     .create(*name)
                     .and_then(|a| a.write_scalar(x)),
@@ -337,21 +335,71 @@ impl ProvenanceFile {
         Ok(())
     }
 
-    /// Pushes everything to the file system (collective).
-    pub fn flush(&self) -> anyhow::Result<()> {
-        self.file
-            .flush()
-            .with_context(|| format!("flushing {}", self.path.display()))
+    /// Pushes everything to the file system (collective): HDF5 writes the
+    /// metadata it caches, so that the file is complete as it stands, by
+    /// closing the file and opening it again. Not `H5Fflush`: with MPI-IO
+    /// that also forces the file onto the storage device on every rank
+    /// (`MPI_File_sync`, an fsync each), which took 50–300 ms per flush at
+    /// 30,000 functions (half of the flush), and which the promise of a
+    /// flush does not need: once written, the file's bytes are the file
+    /// system's (page cache, or a parallel file system's client cache) and
+    /// outlive the process, so a killed run keeps every flushed step. Only
+    /// a crash of the node itself can lose what the device has not stored
+    /// yet, as for any program that does not sync.
+    pub fn flush(&mut self) -> anyhow::Result<()> {
+        let lengths: Vec<(String, u64)> = self
+            .tables
+            .drain()
+            .map(|(name, (_, len))| (name, len))
+            .collect();
+        let file = self.file.take().context("flushing a file already closed")?;
+        file.close()
+            .with_context(|| format!("flushing {} (closing it)", self.path.display()))?;
+        let file = file_options(self.comm)
+            .open_rw(&self.path)
+            .with_context(|| format!("flushing {} (opening it again)", self.path.display()))?;
+        for (name, len) in lengths {
+            let ds = file
+                .dataset(&name)
+                .with_context(|| format!("opening table {name} again after a flush"))?;
+            self.tables.insert(name, (ds, len));
+        }
+        self.file = Some(file);
+        Ok(())
     }
 
     /// Closes the file (collective).
     pub fn close(self) -> anyhow::Result<()> {
         let path = self.path.clone();
         drop(self.tables);
-        self.file
-            .close()
-            .with_context(|| format!("closing {}", path.display()))
+        match self.file {
+            Some(file) => file
+                .close()
+                .with_context(|| format!("closing {}", path.display())),
+            None => Ok(()),
+        }
     }
+}
+
+/// How every rank opens the provenance file: MPI-IO on `comm`, metadata
+/// operations collective, a bounded metadata cache.
+fn file_options(comm: crate::collectives::RawComm) -> hdf5::file::FileBuilder {
+    // HDF5's metadata cache grows adaptively up to 32 MiB as the tables
+    // grow; 4 MiB holds what our appends touch, so memory stays flat over
+    // long runs.
+    let mdc = MetadataCacheConfig {
+        max_size: 4 << 20,
+        min_size: 1 << 20,
+        initial_size: 2 << 20,
+        ..Default::default()
+    };
+    let mut builder = hdf5::File::with_options();
+    builder.with_fapl(|p| {
+        p.mpio(comm, None)
+            .all_coll_metadata_ops(true)
+            .mdc_config(&mdc)
+    });
+    builder
 }
 
 /// An HDF5 identifier closed when dropped.
