@@ -143,7 +143,8 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
              from 30,000 members on; a 1,000-member family caps it near 800), the set the model \
              reduction and the derivation of models follow. `write` is mostly the provenance \
              flush every 10 steps, which rewrites the rows of every function that changed since \
-             the last one and syncs the file: with the favourites moving on, that is about \
+             the last one and writes HDF5's metadata (no fsync: the file is closed and opened \
+             again): with the favourites moving on, that is about \
              13,000 functions per flush from 30,000 members on, against at most 1,000 for the \
              smallest family: the per-step time follows mostly what runs and changes (see \
              the note below the table for what grows with the functions seen). *update* is the \
