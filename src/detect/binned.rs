@@ -10,7 +10,7 @@
 
 use super::sharing::ModelSharing;
 use super::stats::fine::{
-    bucket_bounds, FineHist, FineModel, StepDelta, GROUP, MASK_WORDS, SUB_BITS,
+    bucket_bounds, FineHist, FineModel, StepDelta, GROUP, ROUND1_OR_WORDS, SUB_BITS,
 };
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 use crate::util::bits;
@@ -323,11 +323,14 @@ fn fine_json(h: &FineHist) -> serde_json::Value {
     })
 }
 
-/// Bytes one rank contributes per function and step: round 1 (moments,
-/// min, max, group mask: 288 bytes) plus 128 bytes per bucket group with
-/// data on any rank in round 2.
-pub fn payload_bytes_per_function(groups: usize) -> usize {
-    8 * (super::stats::exact::MOMENT_SUM_WORDS + 2 + MASK_WORDS + groups * GROUP)
+/// Bytes one rank contributes per function and step: round 1 (count, min,
+/// max, group mask and the power sums' widths: 96 bytes), then round 2: 8
+/// bytes per 32-bit limb of the power sums Σx..Σx⁴ (`sum_limbs`, the
+/// widest rank's) and, per bucket group with data on any rank, its 16
+/// counts in `lane_bits`-bit lanes (16 while the step's global count of
+/// the function is below 2^16: 32 bytes).
+pub fn payload_bytes_per_function(sum_limbs: usize, groups: usize, lane_bits: u32) -> usize {
+    8 * (3 + ROUND1_OR_WORDS + sum_limbs) + groups * GROUP * lane_bits as usize / 8
 }
 
 #[cfg(test)]
@@ -349,11 +352,14 @@ mod tests {
         d.observe(1, 7);
         let first = d.take_partial();
         let bytes = reduce_step(&mut d, first, |w| w.clone());
-        let want = payload_bytes_per_function(2)
-            + payload_bytes_per_function(1)
-            + payload_bytes_per_function(0);
+        // Function 0: Σx and Σx² fit one 32-bit limb, Σx³ ≈ 1.25·10^11 and
+        // Σx⁴ ≈ 6.25·10^14 two; function 1 (one 7 µs call): one limb each.
+        let want = payload_bytes_per_function(6, 2, 16)
+            + payload_bytes_per_function(4, 1, 16)
+            + payload_bytes_per_function(0, 0, 16);
         assert_eq!(bytes, want);
-        assert_eq!(payload_bytes_per_function(0), 288);
+        assert_eq!(payload_bytes_per_function(0, 0, 16), 96);
+        assert_eq!(want, 208 + 160 + 96);
         assert_eq!(d.count(0), 3);
         assert_eq!(d.model_json(0)["fine_histogram"]["groups_merged"], 2);
     }

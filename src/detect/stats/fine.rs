@@ -13,18 +13,22 @@
 //! standard deviation and the exact extremes are known without rounding.
 //!
 //! On the wire a step's histograms travel in two rounds (see
-//! [`FineModel`]): first the moments and a bit mask of the bucket *groups*
-//! (16 consecutive buckets) each function touched on any rank
-//! (`MPI_BOR`); then the counts of exactly those groups (`MPI_SUM`). The
-//! payload per function is bounded (at most 464 groups) and in practice is
-//! a few groups around each runtime mode.
+//! [`FineModel`]): first the count, the extremes, a bit mask of the bucket
+//! *groups* (16 consecutive buckets) each function touched on any rank and
+//! the widths of the power sums (`MPI_BOR`); then the power sums and the
+//! counts of exactly those groups (`MPI_SUM`), both packed as tightly as
+//! the first round allows ([`wire`]). The payload per function is bounded
+//! (at most 464 groups) and in practice is a few groups around each
+//! runtime mode.
 
+use super::exact::ExactMoments;
 use super::exact::Moments;
-use super::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
 use super::rebin::{rebin_into, Piece};
 use crate::detect::Wire;
 use crate::util::slots::Touched;
+
+mod wire;
 
 /// log2 of the number of buckets per octave.
 pub const SUB_BITS: u32 = 7;
@@ -277,15 +281,29 @@ enum Round {
     /// Between steps.
     #[default]
     Idle,
-    /// Round 1 was reduced; these are the step's global moments and masks
-    /// per function, and round 2 (the counts) is to be sent.
+    /// Round 1 was reduced; these are the step's global count, extremes,
+    /// widths and group masks per function, and round 2 (the power sums
+    /// and counts) is to be sent.
     Counts {
         /// The functions of the wire, in wire order.
         functions: Vec<usize>,
-        moments: Vec<ExactMoments>,
+        heads: Vec<StepHead>,
         masks: Vec<u64>,
         wire: Option<Wire>,
     },
+}
+
+/// What round 1 tells about a function's step: the global count and
+/// extremes, and the layout of its round-2 words.
+#[derive(Debug, Clone, Copy)]
+struct StepHead {
+    n: u64,
+    min: u64,
+    max: u64,
+    /// 32-bit limbs of Σx..Σx⁴ on the wire (the widest rank's).
+    widths: [u8; 4],
+    /// Bits per bucket count on the wire.
+    lane_bits: u32,
 }
 
 /// Global fine histograms of every function plus this rank's partial of the
@@ -317,8 +335,9 @@ pub struct Traffic {
     pub groups: u64,
 }
 
-/// Words per function of round 1 (SUM part): the exact moments.
-pub const ROUND1_SUM_WORDS: usize = MOMENT_SUM_WORDS;
+/// Words per function of round 1 combined with `MPI_BOR`: the group mask
+/// and the power sums' widths.
+pub const ROUND1_OR_WORDS: usize = MASK_WORDS + 1;
 
 impl FineModel {
     /// Makes room for functions `0..n`.
@@ -344,28 +363,29 @@ impl FineModel {
         self.active = active.map(<[u32]>::to_vec);
     }
 
-    /// Round 1: per function the moments (SUM), min/MIN, max/MAX and the
-    /// group mask (BOR). The partial counts stay until round 2.
+    /// Round 1: per function the count (SUM), min/MIN, max/MAX, the group
+    /// mask and the power sums' limb widths (BOR). The partial power sums
+    /// and counts stay until round 2.
     pub fn take_partial(&mut self) -> Wire {
         let fs = crate::detect::wire_functions(&self.active, self.global.len());
         let n = fs.len();
-        let mut nothing = FineHist::default();
+        let nothing = FineHist::default();
         let mut w = Wire {
-            sum: Vec::with_capacity(n * ROUND1_SUM_WORDS),
+            sum: Vec::with_capacity(n),
             min: Vec::with_capacity(n),
             max: Vec::with_capacity(n),
-            or: vec![0; n * MASK_WORDS],
+            or: vec![0; n * ROUND1_OR_WORDS],
         };
         for (k, &f) in fs.iter().enumerate() {
             // A function of the wire that did not run here adds nothing.
-            let p = self.partial.get_mut(f).unwrap_or(&mut nothing);
-            p.moments.sum_words(&mut w.sum);
+            let p = self.partial.get(f).unwrap_or(&nothing);
             let empty = p.moments.n == 0;
+            w.sum.push(p.moments.n);
             w.min.push(if empty { u64::MAX } else { p.moments.min });
             w.max.push(if empty { 0 } else { p.moments.max });
-            p.counts
-                .mark_groups(&mut w.or[k * MASK_WORDS..(k + 1) * MASK_WORDS]);
-            p.moments = ExactMoments::default();
+            let or = &mut w.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
+            p.counts.mark_groups(&mut or[..MASK_WORDS]);
+            or[MASK_WORDS] = wire::limb_widths(&p.moments);
         }
         self.round = Round::Idle;
         w
@@ -389,11 +409,11 @@ impl FineModel {
             }
             Round::Counts {
                 functions,
-                moments,
+                heads,
                 masks,
                 ..
             } => {
-                self.finish_step(reduced, &functions, moments, masks, on_step);
+                self.finish_step(reduced, &functions, &heads, &masks, on_step);
                 true
             }
         }
@@ -413,34 +433,38 @@ impl FineModel {
             .len()
             .min(reduced.min.len())
             .min(reduced.max.len())
-            .min(reduced.sum.len() / ROUND1_SUM_WORDS)
-            .min(reduced.or.len() / MASK_WORDS);
+            .min(reduced.sum.len())
+            .min(reduced.or.len() / ROUND1_OR_WORDS);
         functions.truncate(n);
-        let mut moments = Vec::with_capacity(n);
+        let mut heads = Vec::with_capacity(n);
+        let mut masks = Vec::with_capacity(n * MASK_WORDS);
         let mut sum = Vec::new();
-        let nothing = Counts::default();
+        let nothing = FineHist::default();
         for (k, &f) in functions.iter().enumerate() {
-            let words = &reduced.sum[k * ROUND1_SUM_WORDS..(k + 1) * ROUND1_SUM_WORDS];
-            moments.push(ExactMoments::from_words(
-                words,
-                reduced.min[k],
-                reduced.max[k],
-            ));
-            let mask = &reduced.or[k * MASK_WORDS..(k + 1) * MASK_WORDS];
-            let counts = self.partial.get(f).map_or(&nothing, |h| &h.counts);
-            for g in set_bits(mask) {
-                counts.group(g, &mut sum);
+            let or = &reduced.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
+            let head = StepHead {
+                n: reduced.sum[k],
+                min: reduced.min[k],
+                max: reduced.max[k],
+                widths: wire::widest_limbs(or[MASK_WORDS]),
+                lane_bits: wire::lane_bits(reduced.sum[k]),
+            };
+            let p = self.partial.get(f).unwrap_or(&nothing);
+            wire::push_sums(&p.moments, head.widths, &mut sum);
+            for g in set_bits(&or[..MASK_WORDS]) {
+                wire::push_group(&p.counts, g, head.lane_bits, &mut sum);
             }
+            heads.push(head);
+            masks.extend_from_slice(&or[..MASK_WORDS]);
         }
-        // The counts are on the wire: the step's partials are spent.
+        // The sums and counts are on the wire: the step's partials are spent.
         self.partial.reset(|h| {
             h.counts.clear();
             h.moments = ExactMoments::default();
         });
-        let masks = reduced.or[..n * MASK_WORDS].to_vec();
         self.round = Round::Counts {
             functions,
-            moments,
+            heads,
             masks,
             wire: Some(Wire {
                 sum,
@@ -453,26 +477,28 @@ impl FineModel {
         &mut self,
         reduced: &Wire,
         functions: &[usize],
-        moments: Vec<ExactMoments>,
-        masks: Vec<u64>,
+        heads: &[StepHead],
+        masks: &[u64],
         mut on_step: impl FnMut(usize, &FineHist, &StepDelta),
     ) {
         // One delta, its bucket list reused from function to function.
         let mut d = std::mem::take(&mut self.delta);
         let mut pos = 0usize;
-        for (k, (&f, m)) in functions.iter().zip(moments).enumerate() {
-            d.moments = m;
+        for (k, (&f, head)) in functions.iter().zip(heads).enumerate() {
+            let limbs = head.widths.iter().map(|&w| usize::from(w)).sum::<usize>();
+            let Some(words) = reduced.sum.get(pos..pos + limbs) else {
+                break;
+            };
+            pos += limbs;
+            d.moments = wire::read_sums(head.n, head.min, head.max, head.widths, words);
             d.buckets.clear();
+            let per_group = wire::words_per_group(head.lane_bits);
             for g in set_bits(&masks[k * MASK_WORDS..(k + 1) * MASK_WORDS]) {
-                let Some(words) = reduced.sum.get(pos..pos + GROUP) else {
+                let Some(words) = reduced.sum.get(pos..pos + per_group) else {
                     break;
                 };
-                pos += GROUP;
-                for (k, &c) in words.iter().enumerate() {
-                    if c > 0 {
-                        d.buckets.push((g * GROUP + k, c));
-                    }
-                }
+                pos += per_group;
+                wire::read_group(words, g, head.lane_bits, &mut d.buckets);
             }
             if d.moments.n > 0 {
                 let t = &mut self.traffic[f];

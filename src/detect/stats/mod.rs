@@ -6,7 +6,8 @@
 //!   of counter values ([`exact::WideMoments`]), and the statistics derived
 //!   from them;
 //! - [`fine`]: the fine histogram on a fixed global bucket grid, reduced in
-//!   two rounds (which buckets, then their counts);
+//!   two rounds (which buckets and how wide the sums are, then the sums and
+//!   the counts, packed to those widths);
 //! - [`histogram`]: the labelling histogram derived from the fine one, and
 //!   [`rebin`]: how the fine counts are spread onto its bins;
 //! - [`memo`]: a memo of a pure function by its argument's exact bits;
