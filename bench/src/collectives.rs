@@ -332,8 +332,8 @@ fn allreduce_fit(b: &mut Bench) -> anyhow::Result<(Net, Vec<Vec<String>>)> {
 
 /// The measured payload of `n` functions: the reduction at the largest
 /// bytes per function the sweep measured (the modal detector's payload
-/// per function grows with the distinct runtimes it has seen, so it varies
-/// a little between the scenarios), and the agreement's bytes and the
+/// per function follows the bucket groups and power-sum widths of a step's
+/// runtimes, so it varies a little between the scenarios), and the agreement's bytes and the
 /// calls per step of `n` functions, scaled from the largest measured count
 /// below `n` (or the smallest above it) where `n` itself was not measured
 /// (`--quick`).

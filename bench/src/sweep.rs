@@ -341,9 +341,9 @@ fn report(
          other ranks' contributions to an all-to-all or allgather and the result of a \
          reduction), `max / mean` over ranks (the run summary gives the largest rank only; \
          the mean comes from the agreement probe). The reduction's bytes (sent = \
-         received: an allreduce) do not depend on the AD rank count, but on the detector's \
-         state: modal's payload per function grows with the distinct runtimes it has seen \
-         ({per_function}). More than 2 AD ranks are \
+         received: an allreduce) do not depend on the AD rank count, but on the step's \
+         data: modal's payload per function follows the bucket groups the step's runtimes \
+         fall in, on any rank, and the widths of their power sums ({per_function}). More than 2 AD ranks are \
          oversubscribed on this 2-core machine, so the sweep reports no times. `measured \
          by`: an end-to-end `chimbuko-mpi run`, the agreement probe (`chimbuko-bench \
          probe agree`: the library's `agree_names` on the same names under mpirun, used \
