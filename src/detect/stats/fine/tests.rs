@@ -89,6 +89,41 @@ fn two_round_reduction_equals_one_histogram() {
 }
 
 #[test]
+fn packed_rounds_stay_exact_at_every_width() {
+    // Function 0: 70,000 runs of one step in one bucket, at most 23,334 on
+    // a rank: every rank's count fits a 16-bit lane, the total does not,
+    // so the lanes must be 32 bits wide. Function 1: runtimes near 2^43 µs
+    // on one rank (Σx⁴ needs six 32-bit limbs) and small ones elsewhere.
+    // Function 2 runs nowhere; function 3 once, for 0 µs (sums of width 0).
+    let mut data: Vec<(u32, u64)> = (0..70_000u64).map(|_| (0, 100)).collect();
+    data.extend((0..50u64).map(|i| (1, (1 << 43) - 977 * i)));
+    data.extend((0..50u64).map(|i| (1, 3 + i)));
+    data.push((3, 0));
+    let mut direct = vec![FineHist::default(); 4];
+    for &(f, v) in &data {
+        direct[f as usize].push(v);
+    }
+    for nranks in [1usize, 2, 3] {
+        let mut ranks: Vec<FineModel> = (0..nranks).map(|_| FineModel::default()).collect();
+        ranks.iter_mut().for_each(|m| m.ensure_functions(4));
+        let mut per_rank = vec![Vec::new(); nranks];
+        for (i, &x) in data.iter().enumerate() {
+            // The wide runtimes all on rank 0, the rest dealt out.
+            let r = if x.0 == 1 && x.1 > 1 << 40 {
+                0
+            } else {
+                i % nranks
+            };
+            per_rank[r].push(x);
+        }
+        step(&mut ranks, &per_rank);
+        for m in &ranks {
+            assert_eq!(m.global, direct, "{nranks} ranks");
+        }
+    }
+}
+
+#[test]
 fn labelling_histogram_from_exact_buckets_matches_direct_creation() {
     // Below 256 µs the buckets are exact, so the derived HBOS histogram
     // equals the reference's histogram of the raw values.
