@@ -66,10 +66,14 @@ pub trait Kernel: Send {
     fn shares_models(&self) -> bool {
         false
     }
-    /// Appends the words of a derived model, every bit of it.
-    fn encode(&self, _model: &Self::Model, _out: &mut Vec<u64>) {}
-    /// Sets `model` to the one [`Kernel::encode`] wrote as `words`.
-    fn decode(&self, _model: &mut Self::Model, _words: &[u64]) {}
+    /// Appends the words of a derived model, every bit of it. `count` is
+    /// the function's global count of executions, the same on every rank:
+    /// no count in the model exceeds it, so counts may travel in lanes
+    /// that narrow ([`crate::detect::stats::fine::lane_bits`]).
+    fn encode(&self, _model: &Self::Model, _count: u64, _out: &mut Vec<u64>) {}
+    /// Sets `model` to the one [`Kernel::encode`] wrote as `words` with the
+    /// same `count`.
+    fn decode(&self, _model: &mut Self::Model, _count: u64, _words: &[u64]) {}
 }
 
 /// A detector on the exact fine histogram, specialised by a [`Kernel`].
@@ -172,9 +176,11 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
     fn merge_reduced(&mut self, reduced: &Wire) {
         let (kernel, models, sharing) = (&mut self.kernel, &mut self.models, &mut self.sharing);
         if sharing.awaiting() {
+            let global = &self.fine.global;
             sharing.merge_reduced(reduced, |f, words| {
+                let count = global.get(f as usize).map_or(0, FineHist::count);
                 if let Some(model) = models.get_mut(f as usize) {
-                    kernel.decode(model, words);
+                    kernel.decode(model, count, words);
                 }
             });
             return;
@@ -189,7 +195,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
                 if !share || sharing.deal(f as u32) {
                     kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
                     if share {
-                        sharing.push_own(|out| kernel.encode(model, out));
+                        sharing.push_own(|out| kernel.encode(model, hist.count(), out));
                     }
                 }
             }
@@ -393,6 +399,44 @@ mod tests {
                 b["internal_global_threshold"].as_f64() >= a["internal_global_threshold"].as_f64()
             );
         }
+    }
+
+    #[test]
+    fn shared_models_decode_to_the_derived_ones_at_every_count_width() {
+        use crate::detect::copod::Copod;
+        // The model another rank decodes labels, scores and reports as the
+        // one derived here, with the counts in narrow lanes (the real
+        // count) and at full width (a count of 2^33).
+        fn check<K: Kernel>(d: &BinnedDetector<K>) {
+            let (k, model) = (d.kernel(), d.model(0).unwrap());
+            for count in [d.count(0), 1 << 33] {
+                let mut words = Vec::new();
+                k.encode(model, count, &mut words);
+                let mut back = k.empty_model();
+                k.decode(&mut back, count, &words);
+                assert_eq!(k.json(&back), k.json(model), "{} at {count}", k.name());
+                for v in (0..3000).step_by(7) {
+                    assert_eq!(k.judge(&back, v), k.judge(model, v), "{} {v}", k.name());
+                }
+            }
+        }
+        let feed = |d: &mut dyn Detector| {
+            d.ensure_functions(1);
+            for i in 0..500u64 {
+                d.observe(0, 100 + i % 50 + if i % 100 == 0 { 900 } else { 0 });
+            }
+            let first = d.take_partial();
+            reduce_step(d, first, |w| w.clone());
+        };
+        let mut h = Hbos::with_params(Default::default(), 2);
+        feed(&mut h);
+        check(&h);
+        let mut c = Copod::with_params(Default::default(), 2);
+        feed(&mut c);
+        check(&c);
+        let mut m = Modal::with_params(ModalParams::default(), 2);
+        feed(&mut m);
+        check(&m);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use super::binned::{BinnedDetector, Kernel};
 use super::hbos::{initial_global_threshold, ALPHA};
-use super::stats::fine::{FineHist, StepDelta};
+use super::stats::fine::{lane_bits, push_lanes, read_lanes, FineHist, StepDelta};
 use super::stats::histogram::{sign, BinPos, BinWidth, Grid, Histogram};
 use super::{ModelSnapshot, Verdict};
 
@@ -317,7 +317,7 @@ impl Kernel for CopodKernel {
         true
     }
 
-    fn encode(&self, m: &CopodModel, out: &mut Vec<u64>) {
+    fn encode(&self, m: &CopodModel, count: u64, out: &mut Vec<u64>) {
         out.extend(m.left.hist.grid().to_words());
         out.extend(m.right.to_words());
         out.extend([
@@ -326,19 +326,26 @@ impl Kernel for CopodKernel {
             m.n_sign.to_bits(),
             m.local_threshold.to_bits(),
             m.global_threshold.to_bits(),
+            m.left.hist.counts.len() as u64,
         ]);
-        out.extend_from_slice(&m.left.hist.counts);
+        // No bin holds more than the function's count: the counts travel
+        // in lanes that narrow (four to a word below 2^16 executions).
+        push_lanes(&m.left.hist.counts, lane_bits(count), out);
     }
 
-    fn decode(&self, m: &mut CopodModel, words: &[u64]) {
-        const HEAD: usize = 2 * Grid::WORDS + 5;
+    fn decode(&self, m: &mut CopodModel, count: u64, words: &[u64]) {
+        const HEAD: usize = 2 * Grid::WORDS + 6;
         let (head, counts) = words.split_at(words.len().min(HEAD));
         let float = |i: usize| f64::from_bits(head.get(i).copied().unwrap_or(0));
         let left = Grid::from_words(head);
         let h = &mut m.left.hist;
         (h.start, h.bin_width, h.min, h.max) = (left.start, left.bin_width, left.min, left.max);
         h.counts.clear();
-        h.counts.extend_from_slice(counts);
+        let bits = lane_bits(count);
+        // The length word, never beyond what the words hold.
+        let len = (head.get(HEAD - 1).copied().unwrap_or(0) as usize)
+            .min(counts.len() * (64 / bits) as usize);
+        read_lanes(counts, len, bits, &mut h.counts);
         m.right = Grid::from_words(head.get(Grid::WORDS..).unwrap_or(&[]));
         let at = 2 * Grid::WORDS;
         m.skewness = float(at);

@@ -347,15 +347,22 @@ impl Kernel for HbosKernel {
         true
     }
 
-    fn encode(&self, m: &HbosModel, out: &mut Vec<u64>) {
+    fn encode(&self, m: &HbosModel, count: u64, out: &mut Vec<u64>) {
         out.extend(m.grid.to_words());
         out.extend([m.local_threshold.to_bits(), m.global_threshold.to_bits()]);
+        // A held bin's count is at most the function's: below 2^32 (the
+        // same test on every rank) it shares a word with the bin's index.
+        let narrow = count < 1 << 32;
         for h in &m.held {
-            out.extend([u64::from(h.bin), h.count, h.score.to_bits()]);
+            if narrow {
+                out.extend([u64::from(h.bin) | h.count << 32, h.score.to_bits()]);
+            } else {
+                out.extend([u64::from(h.bin), h.count, h.score.to_bits()]);
+            }
         }
     }
 
-    fn decode(&self, m: &mut HbosModel, words: &[u64]) {
+    fn decode(&self, m: &mut HbosModel, count: u64, words: &[u64]) {
         const HEAD: usize = Grid::WORDS + 2;
         let (head, held) = words.split_at(words.len().min(HEAD));
         let float = |i: usize| f64::from_bits(head.get(i).copied().unwrap_or(0));
@@ -363,11 +370,19 @@ impl Kernel for HbosKernel {
         m.local_threshold = float(Grid::WORDS);
         m.global_threshold = float(Grid::WORDS + 1);
         m.held.clear();
-        m.held.extend(held.chunks_exact(3).map(|w| HeldBin {
-            bin: w[0] as u32,
-            count: w[1],
-            score: f64::from_bits(w[2]),
-        }));
+        if count < 1 << 32 {
+            m.held.extend(held.chunks_exact(2).map(|w| HeldBin {
+                bin: w[0] as u32,
+                count: w[0] >> 32,
+                score: f64::from_bits(w[1]),
+            }));
+        } else {
+            m.held.extend(held.chunks_exact(3).map(|w| HeldBin {
+                bin: w[0] as u32,
+                count: w[1],
+                score: f64::from_bits(w[2]),
+            }));
+        }
     }
 
     fn judge(&self, m: &HbosModel, value: u64) -> Verdict {

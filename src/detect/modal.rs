@@ -425,7 +425,7 @@ impl Kernel for ModalKernel {
         true
     }
 
-    fn encode(&self, m: &ModalModel, out: &mut Vec<u64>) {
+    fn encode(&self, m: &ModalModel, _count: u64, out: &mut Vec<u64>) {
         out.extend([
             m.segments as u64,
             m.bandwidth.to_bits(),
@@ -443,7 +443,7 @@ impl Kernel for ModalKernel {
         }
     }
 
-    fn decode(&self, m: &mut ModalModel, words: &[u64]) {
+    fn decode(&self, m: &mut ModalModel, _count: u64, words: &[u64]) {
         let (head, modes) = words.split_at(words.len().min(4));
         let word = |i: usize| head.get(i).copied().unwrap_or(0);
         m.segments = word(0) as usize;

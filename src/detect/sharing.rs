@@ -8,11 +8,15 @@
 //! rank derives only its own, encodes them as words and shares them in two
 //! more reduction rounds (SUM, where every other rank adds zeros): the
 //! length of each model, then the models at their offsets. A rank decodes
-//! the models it did not derive. The work per rank is the derivation of
-//! 1/P of the changed functions plus a copy of every changed model (tens
-//! of bytes each, against microseconds of derivation), and every rank ends
-//! with the same models as if it had derived all of them, bit for bit
-//! (the encoding carries the `f64` bits).
+//! the models it did not derive. Counts in a model never exceed the
+//! function's global count, which every rank knows, so kernels send them
+//! in lanes that narrow (HBOS: a held bin's index and count in one word
+//! below 2^32 executions; COPOD: its bin counts four to a word below
+//! 2^16). The work per rank is the derivation of 1/P of the changed
+//! functions plus a copy of every changed model (tens of bytes each,
+//! against microseconds of derivation), and every rank ends with the same
+//! models as if it had derived all of them, bit for bit (the encoding
+//! carries the `f64` bits).
 
 use super::Wire;
 

@@ -29,6 +29,7 @@ use crate::detect::Wire;
 use crate::util::slots::Touched;
 
 mod wire;
+pub use wire::{lane_bits, push_lanes, read_lanes};
 
 /// log2 of the number of buckets per octave.
 pub const SUB_BITS: u32 = 7;

@@ -122,10 +122,10 @@ fn fold(limbs: &[u64]) -> [u64; 4] {
     out
 }
 
-/// Bits per bucket count on the wire for a step whose global count of
-/// executions of the function is `n`: every count, on any rank and summed,
-/// is at most `n`.
-pub(super) fn lane_bits(n: u64) -> u32 {
+/// Bits per count on the wire when no count exceeds `n` (for a step's
+/// buckets: the step's global count of executions of the function; for a
+/// shared labelling histogram: the function's global count).
+pub fn lane_bits(n: u64) -> u32 {
     if n < 1 << 16 {
         16
     } else if n < 1 << 32 {
@@ -140,14 +140,41 @@ pub(super) fn words_per_group(bits: u32) -> usize {
     GROUP * bits as usize / 64
 }
 
+/// Appends `values` (each below `2^bits`) in `bits`-bit lanes: value `i`
+/// in lane `i % (64 / bits)` of word `i / (64 / bits)`.
+pub fn push_lanes(values: &[u64], bits: u32, out: &mut Vec<u64>) {
+    let per = (64 / bits) as usize;
+    for lanes in values.chunks(per) {
+        let word = lanes
+            .iter()
+            .enumerate()
+            .fold(0u64, |w, (l, &c)| w | c << (l as u32 * bits));
+        out.push(word);
+    }
+}
+
+/// The first `len` values [`push_lanes`] wrote as `words` (zeros where the
+/// words run short), appended to `out`.
+pub fn read_lanes(words: &[u64], len: usize, bits: u32, out: &mut Vec<u64>) {
+    let per = (64 / bits) as usize;
+    let lane = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    out.extend((0..len).map(|i| {
+        let w = words.get(i / per).copied().unwrap_or(0);
+        (w >> ((i % per) as u32 * bits)) & lane
+    }));
+}
+
 /// Appends the counts of group `g` in `bits`-bit lanes (bucket `g·16 + i`
-/// in lane `i % (64 / bits)` of word `i / (64 / bits)`).
+/// as value `i` of [`push_lanes`]).
 pub(super) fn push_group(counts: &Counts, g: usize, bits: u32, out: &mut Vec<u64>) {
     if bits == 64 {
         counts.group(g, out);
         return;
     }
-    let per = (64 / bits) as usize;
     let mut group = [0u64; GROUP];
     let (lo, hi) = (g * GROUP, (g + 1) * GROUP);
     let end = counts.offset + counts.counts.len();
@@ -156,13 +183,7 @@ pub(super) fn push_group(counts: &Counts, g: usize, bits: u32, out: &mut Vec<u64
         group[from - lo..to - lo]
             .copy_from_slice(&counts.counts[from - counts.offset..to - counts.offset]);
     }
-    for lanes in group.chunks(per) {
-        let word = lanes
-            .iter()
-            .enumerate()
-            .fold(0u64, |w, (l, &c)| w | c << (l as u32 * bits));
-        out.push(word);
-    }
+    push_lanes(&group, bits, out);
 }
 
 /// The non-zero `(bucket, count)` of group `g` from its reduced words, in
@@ -250,6 +271,15 @@ mod tests {
             assert_eq!(got, want, "{bits}-bit lanes");
         }
         assert_eq!((lane_bits(65_535), lane_bits(65_536)), (16, 32));
+        let values: Vec<u64> = (0..7u64).map(|i| 9_000 * i + 1).collect();
+        for bits in [16, 32, 64] {
+            let mut words = Vec::new();
+            push_lanes(&values, bits, &mut words);
+            assert_eq!(words.len(), 7usize.div_ceil((64 / bits) as usize));
+            let mut back = Vec::new();
+            read_lanes(&words, values.len(), bits, &mut back);
+            assert_eq!(back, values, "{bits}-bit lanes");
+        }
         assert_eq!((lane_bits(u32::MAX as u64), lane_bits(1 << 32)), (32, 64));
     }
 }
