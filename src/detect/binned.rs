@@ -401,6 +401,17 @@ mod tests {
         }
     }
 
+    /// One step of 500 runtimes of function 0 around 100–150 µs, one in a
+    /// hundred 900 µs slower.
+    fn one_step_of_500(d: &mut dyn Detector) {
+        d.ensure_functions(1);
+        for i in 0..500u64 {
+            d.observe(0, 100 + i % 50 + if i % 100 == 0 { 900 } else { 0 });
+        }
+        let first = d.take_partial();
+        reduce_step(d, first, |w| w.clone());
+    }
+
     #[test]
     fn shared_models_decode_to_the_derived_ones_at_every_count_width() {
         use crate::detect::copod::Copod;
@@ -420,38 +431,22 @@ mod tests {
                 }
             }
         }
-        let feed = |d: &mut dyn Detector| {
-            d.ensure_functions(1);
-            for i in 0..500u64 {
-                d.observe(0, 100 + i % 50 + if i % 100 == 0 { 900 } else { 0 });
-            }
-            let first = d.take_partial();
-            reduce_step(d, first, |w| w.clone());
-        };
         let mut h = Hbos::with_params(Default::default(), 2);
-        feed(&mut h);
+        one_step_of_500(&mut h);
         check(&h);
         let mut c = Copod::with_params(Default::default(), 2);
-        feed(&mut c);
+        one_step_of_500(&mut c);
         check(&c);
         let mut m = Modal::with_params(ModalParams::default(), 2);
-        feed(&mut m);
+        one_step_of_500(&mut m);
         check(&m);
     }
 
     #[test]
     fn snapshots_expose_the_labelling_model() {
         use crate::detect::copod::Copod;
-        let feed = |d: &mut dyn Detector| {
-            d.ensure_functions(1);
-            for i in 0..500u64 {
-                d.observe(0, 100 + i % 50 + if i % 100 == 0 { 900 } else { 0 });
-            }
-            let first = d.take_partial();
-            reduce_step(d, first, |w| w.clone());
-        };
         let mut h = Hbos::with_params(Default::default(), 2);
-        feed(&mut h);
+        one_step_of_500(&mut h);
         let s = h.model_snapshot(0);
         assert_eq!(s.hist_counts.len(), 200);
         assert_eq!(s.hist_counts.iter().sum::<u64>(), 500);
@@ -459,12 +454,12 @@ mod tests {
         assert!(s.hist_first_edge < 100.0 && s.hist_bin_width > 0.0);
         assert_eq!((s.minimum, s.maximum, s.count), (100, 1000, 500));
         let mut c = Copod::with_params(Default::default(), 2);
-        feed(&mut c);
+        one_step_of_500(&mut c);
         let s = c.model_snapshot(0);
         assert_eq!(s.hist_counts.iter().sum::<u64>(), 500);
         assert_eq!(s.threshold, c.model(0).unwrap().global_threshold);
         let mut m = Modal::with_params(ModalParams::default(), 2);
-        feed(&mut m);
+        one_step_of_500(&mut m);
         let s = m.model_snapshot(0);
         assert_eq!(s.threshold, 6.0);
         assert_eq!(s.modes.len(), 1);
