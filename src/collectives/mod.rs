@@ -22,11 +22,11 @@ mod names;
 mod routed;
 
 pub use names::name_hash;
+pub use routed::grid_shape;
 
 /// The C handle of the AD ranks' communicator (see
 /// [`Collectives::raw_comm`]).
 pub type RawComm = mpi::ffi::MPI_Comm;
-pub use routed::grid_shape;
 
 /// This program's own communicator (the AD ranks, or the ranks of an
 /// application using these collectives).

@@ -76,8 +76,8 @@ pub enum FileAttr {
 
 /// The open provenance file.
 pub struct ProvenanceFile {
-    /// The open file; `None` once closing it for a flush failed (every
-    /// later call then fails).
+    /// The open file; `None` once closed in place, or once a flush could
+    /// not close or open it again (every later call then fails).
     file: Option<hdf5::File>,
     path: PathBuf,
     /// The communicator the file was opened on (to open it again after a
@@ -119,15 +119,20 @@ impl ProvenanceFile {
         &self.path
     }
 
-    /// The open file, or an error once a flush could not open it again.
+    /// The open file, or an error once it is closed (a flush that could
+    /// not open it again, or [`ProvenanceFile::close_in_place`]).
     fn h5(&self) -> anyhow::Result<&hdf5::File> {
-        self.file
-            .as_ref()
-            .with_context(|| format!("{} was not reopened after a flush", self.path.display()))
+        self.file.as_ref().with_context(|| {
+            format!(
+                "{} is closed (or was not opened again after a flush)",
+                self.path.display()
+            )
+        })
     }
 
     /// Creates the groups on the way to `name` (collective).
     fn ensure_groups(&self, name: &str) -> anyhow::Result<()> {
+        let file = self.h5()?;
         let mut prefix = String::new();
         let parts: Vec<&str> = name.split('/').collect();
         for part in &parts[..parts.len().saturating_sub(1)] {
@@ -135,9 +140,8 @@ impl ProvenanceFile {
                 prefix.push('/');
             }
             prefix.push_str(part);
-            if !self.h5()?.link_exists(&prefix) {
-                self.h5()?
-                    .create_group(&prefix)
+            if !file.link_exists(&prefix) {
+                file.create_group(&prefix)
                     .with_context(|| format!("creating group {prefix}"))?;
             }
         }
@@ -293,9 +297,9 @@ impl ProvenanceFile {
     pub fn recreate<T: DescribedRow>(&mut self, name: &str, len: u64) -> anyhow::Result<()> {
         self.ensure_groups(name)?;
         self.tables.remove(name);
-        if self.h5()?.link_exists(name) {
-            self.h5()?
-                .unlink(name)
+        let file = self.h5()?;
+        if file.link_exists(name) {
+            file.unlink(name)
                 .with_context(|| format!("replacing {name}"))?;
         }
         let ds = self
@@ -347,14 +351,9 @@ impl ProvenanceFile {
     /// a crash of the node itself can lose what the device has not stored
     /// yet, as for any program that does not sync.
     pub fn flush(&mut self) -> anyhow::Result<()> {
-        let lengths: Vec<(String, u64)> = self
-            .tables
-            .drain()
-            .map(|(name, (_, len))| (name, len))
-            .collect();
-        let file = self.file.take().context("flushing a file already closed")?;
-        file.close()
-            .with_context(|| format!("flushing {} (closing it)", self.path.display()))?;
+        let lengths = self
+            .close_tables_and_file()
+            .with_context(|| format!("flushing {}", self.path.display()))?;
         let file = file_options(self.comm)
             .open_rw(&self.path)
             .with_context(|| format!("flushing {} (opening it again)", self.path.display()))?;
@@ -368,14 +367,35 @@ impl ProvenanceFile {
         Ok(())
     }
 
+    /// Closes the file now (collective) but keeps this handle, so that the
+    /// caller can agree on the outcome with the other ranks first; every
+    /// later call fails, and [`ProvenanceFile::close`] has nothing left to
+    /// do.
+    pub fn close_in_place(&mut self) -> anyhow::Result<()> {
+        self.close_tables_and_file().map(drop)
+    }
+
+    /// Closes the tables and the file (collective); returns the tables'
+    /// lengths.
+    fn close_tables_and_file(&mut self) -> anyhow::Result<Vec<(String, u64)>> {
+        let lengths: Vec<(String, u64)> = self
+            .tables
+            .drain()
+            .map(|(name, (_, len))| (name, len))
+            .collect();
+        let path = self.path.display();
+        let file = self
+            .file
+            .take()
+            .with_context(|| format!("{path} is already closed"))?;
+        file.close().with_context(|| format!("closing {path}"))?;
+        Ok(lengths)
+    }
+
     /// Closes the file (collective).
-    pub fn close(self) -> anyhow::Result<()> {
-        let path = self.path.clone();
-        drop(self.tables);
+    pub fn close(mut self) -> anyhow::Result<()> {
         match self.file {
-            Some(file) => file
-                .close()
-                .with_context(|| format!("closing {}", path.display())),
+            Some(_) => self.close_tables_and_file().map(drop),
             None => Ok(()),
         }
     }

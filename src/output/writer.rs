@@ -708,7 +708,10 @@ impl ProvenanceWriter {
             self.write_globals(coll, names, detector, profiles, Some(relabel))?;
             let r = self.file.set_attrs(attrs);
             self.agreed(coll, r)?;
-            let r = self.file.flush();
+            // Closed here, so that every rank learns of a failure to write
+            // the file's metadata; the close below then only releases the
+            // handle (or closes the file after an earlier error).
+            let r = self.file.close_in_place();
             self.agreed(coll, r)?;
             Ok(pruned)
         })();

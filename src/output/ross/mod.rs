@@ -85,7 +85,6 @@ pub fn write_ross_provenance(
     put(&mut f, write, TABLES[9], &t.run_wide_evidence).with_context(|| ctx(TABLES[9]))?;
     put(&mut f, write, TABLES[10], &t.run_model).with_context(|| ctx(TABLES[10]))?;
     f.set_attrs(&[("completed", FileAttr::U64(1))])?;
-    f.flush()?;
     f.close()
 }
 
