@@ -637,13 +637,19 @@ impl Limbs32<'_> {
 /// five fields, and their allocations showed in the merge's profile.
 const MAX_FIELD_LIMBS: usize = 5;
 
-/// Sums of 32-bit limbs (each possibly > 2^32 after a SUM) back to 64-bit limbs.
+/// Sums of 32-bit limbs (each possibly > 2^32 after a SUM) back to `n64`
+/// 64-bit limbs. `words` may hold fewer than `2·n64` limbs (the compact
+/// wire sends only as many as the widest rank needs): the carries then
+/// move on into the limbs above the last one sent.
 #[inline]
-fn fold_limbs32(words: &[u64], n64: usize) -> [u64; MAX_FIELD_LIMBS] {
+pub(super) fn fold_limbs32(words: &[u64], n64: usize) -> [u64; MAX_FIELD_LIMBS] {
     let mut out = [0u64; MAX_FIELD_LIMBS];
     let mut carry: u128 = 0;
     for i in 0..2 * n64 {
-        let v = words[i] as u128 + carry;
+        if i >= words.len() && carry == 0 {
+            break;
+        }
+        let v = words.get(i).copied().unwrap_or(0) as u128 + carry;
         let limb32 = (v & 0xFFFF_FFFF) as u64;
         carry = v >> 32;
         out[i / 2] |= limb32 << (32 * (i % 2));

@@ -140,18 +140,19 @@ impl Counts {
     }
 
     /// The 16 counts of group `g`.
-    fn group(&self, g: usize, out: &mut Vec<u64>) {
+    fn group(&self, g: usize) -> [u64; GROUP] {
         // The window's part of the group copied whole, zeros around it
         // (what `get` gives bucket by bucket, without a bounds check each).
+        let mut out = [0u64; GROUP];
         let (lo, hi) = (g * GROUP, (g + 1) * GROUP);
         let end = self.offset + self.counts.len();
         let from = lo.max(self.offset).min(hi);
         let to = hi.min(end).max(from);
-        out.resize(out.len() + (from - lo), 0);
         if from < to {
-            out.extend_from_slice(&self.counts[from - self.offset..to - self.offset]);
+            out[from - lo..to - lo]
+                .copy_from_slice(&self.counts[from - self.offset..to - self.offset]);
         }
-        out.resize(out.len() + (hi - to), 0);
+        out
     }
 }
 

@@ -22,7 +22,7 @@
 //!   global count, below the lane's limit by the choice of the width.
 
 use super::{Counts, ExactMoments, GROUP};
-use crate::detect::stats::exact::U256;
+use crate::detect::stats::exact::{fold_limbs32, U256};
 
 /// Bits of one power sum's field in the widths word (one-hot limb count,
 /// 0..=8).
@@ -81,16 +81,19 @@ pub(super) fn read_sums(
     words: &[u64],
 ) -> ExactMoments {
     let mut pos = 0;
-    let mut field = |w: u8| {
+    // Σx and Σx² fit 128 bits, Σx³ and Σx⁴ 256 (see `exact`): a carry
+    // beyond is never there.
+    let mut field = |w: u8, n64: usize| {
         let limbs = &words[pos..pos + usize::from(w)];
         pos += usize::from(w);
-        fold(limbs)
+        let v = fold_limbs32(limbs, n64);
+        [v[0], v[1], v[2], v[3]]
     };
     let (s1, s2, s3, s4) = (
-        field(widths[0]),
-        field(widths[1]),
-        field(widths[2]),
-        field(widths[3]),
+        field(widths[0], 2),
+        field(widths[1], 2),
+        field(widths[2], 4),
+        field(widths[3], 4),
     );
     let narrow = |v: [u64; 4]| v[0] as u128 | (v[1] as u128) << 64;
     ExactMoments {
@@ -102,24 +105,6 @@ pub(super) fn read_sums(
         min: if n == 0 { 0 } else { min },
         max: if n == 0 { 0 } else { max },
     }
-}
-
-/// Summed 32-bit limbs (each possibly ≥ 2^32 after the `SUM`) as a number
-/// of 64-bit limbs, the carries moved up through the limbs above the last
-/// one sent. A power sum fits its type (see `exact`), so nothing is lost
-/// beyond 256 bits.
-fn fold(limbs: &[u64]) -> [u64; 4] {
-    let mut out = [0u64; 4];
-    let mut carry: u128 = 0;
-    for i in 0..8 {
-        if i >= limbs.len() && carry == 0 {
-            break;
-        }
-        let v = u128::from(limbs.get(i).copied().unwrap_or(0)) + carry;
-        out[i / 2] |= ((v & 0xFFFF_FFFF) as u64) << (32 * (i % 2));
-        carry = v >> 32;
-    }
-    out
 }
 
 /// Bits per count on the wire when no count exceeds `n` (for a step's
@@ -153,15 +138,15 @@ pub fn push_lanes(values: &[u64], bits: u32, out: &mut Vec<u64>) {
     }
 }
 
+/// The bits of one `bits`-bit lane.
+fn lane_mask(bits: u32) -> u64 {
+    u64::MAX >> (64 - bits)
+}
+
 /// The first `len` values [`push_lanes`] wrote as `words` (zeros where the
 /// words run short), appended to `out`.
 pub fn read_lanes(words: &[u64], len: usize, bits: u32, out: &mut Vec<u64>) {
-    let per = (64 / bits) as usize;
-    let lane = if bits == 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
+    let (per, lane) = ((64 / bits) as usize, lane_mask(bits));
     out.extend((0..len).map(|i| {
         let w = words.get(i / per).copied().unwrap_or(0);
         (w >> ((i % per) as u32 * bits)) & lane
@@ -171,30 +156,13 @@ pub fn read_lanes(words: &[u64], len: usize, bits: u32, out: &mut Vec<u64>) {
 /// Appends the counts of group `g` in `bits`-bit lanes (bucket `g·16 + i`
 /// as value `i` of [`push_lanes`]).
 pub(super) fn push_group(counts: &Counts, g: usize, bits: u32, out: &mut Vec<u64>) {
-    if bits == 64 {
-        counts.group(g, out);
-        return;
-    }
-    let mut group = [0u64; GROUP];
-    let (lo, hi) = (g * GROUP, (g + 1) * GROUP);
-    let end = counts.offset + counts.counts.len();
-    let (from, to) = (lo.max(counts.offset), hi.min(end));
-    if from < to {
-        group[from - lo..to - lo]
-            .copy_from_slice(&counts.counts[from - counts.offset..to - counts.offset]);
-    }
-    push_lanes(&group, bits, out);
+    push_lanes(&counts.group(g), bits, out);
 }
 
 /// The non-zero `(bucket, count)` of group `g` from its reduced words, in
 /// increasing bucket order, appended to `out`.
 pub(super) fn read_group(words: &[u64], g: usize, bits: u32, out: &mut Vec<(usize, u64)>) {
-    let per = (64 / bits) as usize;
-    let lane = if bits == 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
+    let (per, lane) = ((64 / bits) as usize, lane_mask(bits));
     for (j, &w) in words.iter().enumerate() {
         if w == 0 {
             continue;
