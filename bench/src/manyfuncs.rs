@@ -10,9 +10,8 @@
 
 use crate::harness::{f, num, timing, Bench, PHASES};
 
-/// The scenario with a family of `n` functions (and `steps` steps).
-fn scenario_text(b: &Bench, n: usize, steps: Option<usize>) -> anyhow::Result<String> {
-    let base = std::fs::read_to_string(b.root.join("scenarios").join("manyfuncs.toml"))?;
+/// The scenario `base` with a family of `n` functions (and `steps` steps).
+fn scenario_text(base: &str, n: usize, steps: Option<usize>) -> String {
     let mut out = String::new();
     let mut in_family = false;
     let mut top = true;
@@ -30,7 +29,7 @@ fn scenario_text(b: &Bench, n: usize, steps: Option<usize>) -> anyhow::Result<St
             out.push('\n');
         }
     }
-    Ok(out)
+    out
 }
 
 /// The value of `key = value` in the scenario text (the first such line),
@@ -67,7 +66,7 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut got: Vec<Got> = Vec::new();
     for &n in sizes {
-        let text = scenario_text(b, n, steps)?;
+        let text = scenario_text(&base, n, steps);
         let path = b.work.join(format!("manyfuncs-{n}.toml"));
         std::fs::write(&path, &text)?;
         let data = b.generate(
@@ -189,18 +188,15 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
     );
     // Memory per function beyond the base, from the smallest and largest.
     for &det in detectors {
-        let mine: Vec<_> = got.iter().filter(|g| g.det == det).collect();
-        if let (Some(lo), Some(hi)) = (mine.first(), mine.last()) {
-            if hi.seen > lo.seen {
-                b.note(&format!(
-                    "{det}: {:.0} bytes per function seen beyond the base (from {} to {} \
-                     functions; names, model, profile, provenance bookkeeping and the reader's \
-                     per-stream dictionaries together).",
-                    (hi.rss - lo.rss) * 1024.0 * 1024.0 / (hi.seen - lo.seen),
-                    lo.seen,
-                    hi.seen
-                ));
-            }
+        if let Some((per, lo, hi)) = rss_per_function(&got, det) {
+            b.note(&format!(
+                "{det}: {:.0} bytes per function seen beyond the base (from {} to {} \
+                 functions; names, model, profile, provenance bookkeeping and the reader's \
+                 per-stream dictionaries together).",
+                per * 1024.0 * 1024.0,
+                lo,
+                hi
+            ));
         }
     }
     // What grows with the functions seen at a like active set: the
@@ -277,17 +273,8 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
         // The Zipf draws leave some of the 30,000 members unseen: the RSS
         // at 30,000 seen follows from the bytes per function seen of the
         // smallest and largest runs.
-        let lo = got
-            .iter()
-            .filter(|x| x.det == default)
-            .min_by(|a, b| a.seen.total_cmp(&b.seen));
-        let hi = got
-            .iter()
-            .filter(|x| x.det == default)
-            .max_by(|a, b| a.seen.total_cmp(&b.seen));
-        let at_30k = match (lo, hi) {
-            (Some(lo), Some(hi)) if hi.seen > lo.seen && g.seen < 30_000.0 => {
-                let per = (hi.rss - lo.rss) / (hi.seen - lo.seen);
+        let at_30k = match rss_per_function(&got, default) {
+            Some((per, _, _)) if g.seen < 30_000.0 => {
                 format!(
                     "; {:.0} MB at 30,000 seen by the bytes per function below",
                     g.rss + per * (30_000.0 - g.seen)
@@ -320,6 +307,15 @@ pub(crate) fn manyfuncs(b: &mut Bench) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Peak RSS (MB) per function seen beyond the base, from the smallest
+/// and the largest run of `det` (the families in increasing size), with
+/// those runs' functions seen.
+fn rss_per_function(got: &[Got], det: &str) -> Option<(f64, f64, f64)> {
+    let mine: Vec<_> = got.iter().filter(|g| g.det == det).collect();
+    let (lo, hi) = (mine.first()?, mine.last()?);
+    (hi.seen > lo.seen).then(|| ((hi.rss - lo.rss) / (hi.seen - lo.seen), lo.seen, hi.seen))
 }
 
 /// One run's figures for the notes and targets.
