@@ -330,16 +330,97 @@ fn stalled_and_killed_writers_end_their_streams_only() {
     }
 }
 
-/// Starts a slow in-situ run: 3 SST writer processes, 3 AD ranks.
-fn slow_run(dir: &Path) -> (Vec<Child>, Child, PathBuf) {
-    let data = dir.join("data");
-    let apps = writers(&data, "SST", 3, 200);
-    let out = dir.join("prov.h5");
-    let mut ad = run_cmd(3, &data.join("tau-metrics-demo-{rank}.bp"), &out);
-    ad.args(["--engine", "SST", "--app-ranks", "3", "--flush-steps", "5"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    (apps, ad.spawn().unwrap(), out)
+/// A slow in-situ run (3 SST writer processes, 3 AD ranks) whose rank-0
+/// progress lines are read as they come, so that a test acts once the run
+/// is as far as it needs instead of after a fixed sleep (which a loaded
+/// machine overruns).
+struct SlowRun {
+    apps: Vec<Child>,
+    ad: Child,
+    out: PathBuf,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl SlowRun {
+    fn start(dir: &Path) -> SlowRun {
+        let data = dir.join("data");
+        let apps = writers(&data, "SST", 3, 200);
+        let out = dir.join("prov.h5");
+        let mut ad = mpirun(3);
+        ad.arg(exe())
+            .args(["run", "--input"])
+            .arg(data.join("tau-metrics-demo-{rank}.bp"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--engine", "SST", "--app-ranks", "3", "--flush-steps", "5"])
+            .args(["--progress-every", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut ad = ad.spawn().unwrap();
+        // Progress lines come on stdout, passed on while the test still
+        // listens; stderr is kept whole for the assertions.
+        let progress = ad.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(progress)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        let mut pipe = ad.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut all = String::new();
+            let _ = pipe.read_to_string(&mut all);
+            all
+        });
+        SlowRun {
+            apps,
+            ad,
+            out,
+            lines,
+            stderr,
+        }
+    }
+
+    /// Waits until rank 0 reports step `step` (0-based) done: its flushes
+    /// up to it are on disk.
+    fn wait_for_step(&self, step: u64) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line
+                        .strip_prefix("step ")
+                        .and_then(|r| r.split(':').next()?.parse::<u64>().ok());
+                    if done.is_some_and(|s| s >= step) {
+                        return;
+                    }
+                    seen.push(line);
+                }
+                Err(e) => panic!(
+                    "the run never reported step {step} ({e:?}); its output:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Waits for the AD job to end: its status, how long that took and
+    /// its whole stderr; stops the writers.
+    fn wait(mut self) -> (std::process::ExitStatus, Duration, String) {
+        let start = Instant::now();
+        let status = self.ad.wait().unwrap();
+        let waited = start.elapsed();
+        finish(self.apps);
+        (status, waited, self.stderr.join().unwrap())
+    }
 }
 
 /// The AD processes (children of mpirun), by rank order of their pids.
@@ -375,19 +456,17 @@ fn finish(apps: Vec<Child>) {
 #[test]
 fn a_dead_ad_rank_stops_the_others_without_hanging() {
     let dir = tempfile::tempdir().unwrap();
-    let (apps, ad, out) = slow_run(dir.path());
-    std::thread::sleep(Duration::from_millis(3000));
-    let ranks = ad_ranks(ad.id());
+    let run = SlowRun::start(dir.path());
+    // Past the first flush (every 5 steps).
+    run.wait_for_step(6);
+    let ranks = ad_ranks(run.ad.id());
     assert_eq!(ranks.len(), 3, "{ranks:?}");
     // SAFETY: kill(2) on a process of the job we started.
     unsafe { libc::kill(ranks[1] as i32, libc::SIGKILL) };
-    let start = Instant::now();
-    let result = ad.wait_with_output().unwrap();
-    let waited = start.elapsed();
-    finish(apps);
-    assert!(!result.status.success());
+    let out = run.out.clone();
+    let (status, waited, err) = run.wait();
+    assert!(!status.success());
     assert!(waited < Duration::from_secs(60), "stopped after {waited:?}");
-    let err = String::from_utf8_lossy(&result.stderr);
     assert!(
         err.contains("received SIGTERM") || err.contains("exited on signal 9"),
         "no clear message:\n{err}"
@@ -402,20 +481,18 @@ fn a_dead_ad_rank_stops_the_others_without_hanging() {
 #[test]
 fn sigterm_stops_every_rank_together_and_marks_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (apps, ad, out) = slow_run(dir.path());
-    std::thread::sleep(Duration::from_millis(3000));
+    let run = SlowRun::start(dir.path());
+    // Two flushes in, and steps since the last one.
+    run.wait_for_step(12);
     // The batch system signals every process of the job at its time limit.
-    for pid in ad_ranks(ad.id()) {
+    for pid in ad_ranks(run.ad.id()) {
         // SAFETY: kill(2) on processes of the job we started.
         unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     }
-    let start = Instant::now();
-    let result = ad.wait_with_output().unwrap();
-    let waited = start.elapsed();
-    finish(apps);
-    assert!(!result.status.success());
+    let out = run.out.clone();
+    let (status, waited, err) = run.wait();
+    assert!(!status.success());
     assert!(waited < Duration::from_secs(20), "stopped after {waited:?}");
-    let err = String::from_utf8_lossy(&result.stderr);
     for r in 0..3 {
         assert!(
             err.contains(&format!("AD rank {r}: error: stopped by SIGTERM")),
