@@ -70,6 +70,7 @@ fn received_name_bytes_stay_flat_from_2_to_16_ranks() {
             .arg(&data),
     );
     let mut received = Vec::new();
+    let mut reduce_received = Vec::new();
     let mut labels = Vec::new();
     let mut digests = Vec::new();
     for np in [2usize, 4, 16] {
@@ -80,9 +81,22 @@ fn received_name_bytes_stay_flat_from_2_to_16_ranks() {
                 .as_f64()
                 .unwrap(),
         );
+        reduce_received.push(
+            s["collective_bytes_received_per_step"]["reduce"]
+                .as_f64()
+                .unwrap(),
+        );
         digests.push(s["model_digest"].as_str().unwrap().to_owned());
         labels.push(sorted_labels(&dir_labels));
     }
+    // The model reduction and the sharing of the derived models do not grow
+    // with the ranks either: each rank derives 1/P of the models and
+    // receives the others' once (over the grid at 16 ranks), (P − 1)/P of
+    // them, from half at 2 ranks to 15/16 at 16 (measured: +18 %).
+    assert!(
+        reduce_received[2] < 1.25 * reduce_received[0],
+        "model reduction bytes received per step at 2, 4, 16 ranks: {reduce_received:?}"
+    );
     // Every rank offers all 3,000 names in the first step. The union, as
     // it travels (8 bytes of program and length per name), averaged over
     // the 2 steps:

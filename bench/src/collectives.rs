@@ -60,7 +60,7 @@ struct Timed {
     /// Seconds per step of agree + reduce + status (slowest rank).
     seconds: f64,
     calls: f64,
-    /// Reduction and status bytes per step (sent = received).
+    /// Reduction and status bytes received per step.
     payload: f64,
     /// Agreement bytes received per step (averaged over the steps).
     agree_received: f64,
@@ -139,7 +139,7 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
                     alg,
                     seconds: t,
                     calls: num(&s["collective_calls_per_step"]),
-                    payload: num(&out["reduce"]) + num(&out["status"]),
+                    payload: num(&got["reduce"]) + num(&got["status"]),
                     agree_received: num(&got["agree"]),
                     cells: vec![
                         n.to_string(),
@@ -232,8 +232,8 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
              step; the run with the median time of three. The reduce column includes the \
              model update (merging the reduced partials and re-deriving the active \
              functions' models: all of them on 1 rank; on P ranks the binned detectors \
-             derive 1/P of them each and receive the others' models in two more SUM rounds, \
-             hence their larger reduce bytes from 2 ranks on); at 10^4 functions on 1 and 2 \
+             derive 1/P of them each and receive the others' models in one more round, an \
+             allgather, hence their larger reduce bytes from 2 ranks on); at 10^4 functions on 1 and 2 \
              ranks every detector is measured. 4 AD ranks are oversubscribed (2 \
              per core): their times include waiting for a core. No machine with more cores \
              was available, so there are no times from more ranks on real cores; the byte \
@@ -243,8 +243,10 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
              that when this shared machine's speed changes between runs, or when the model \
              update of a detector, which the collective waits for, is uneven over ranks); \
              `model` is the cost model below with the constants fitted to this machine's \
-             allreduce. The reduction's bytes (sent = received) grow with the functions, not \
-             with the ranks (from 2 ranks on); the agreement's bytes are in the sweep."
+             allreduce, charged with the bytes a rank receives. The reduction's bytes grow \
+             with the functions, not with the ranks (from 2 ranks on: the shared models a \
+             rank receives go from half of them to (P − 1)/P); the agreement's bytes are \
+             in the sweep."
         ),
     );
     b.table(
@@ -360,12 +362,12 @@ fn payload(s: &Sweep, n: usize) -> Option<(Payload, usize)> {
     ))
 }
 
-/// The largest reduction bytes per function of the sweep's runs (their
-/// functions include the wrapper and the loop).
+/// The largest reduction bytes received per function of the sweep's runs, each
+/// on its most AD ranks (their functions include the wrapper and the loop).
 fn reduce_per_function(s: &Sweep) -> f64 {
     s.sizes
         .iter()
-        .filter_map(|&m| s.run_of(m).map(|r| r.reduce_sent / (m + 2) as f64))
+        .filter_map(|&m| s.run_of(m).map(|r| r.reduce_received / (m + 2) as f64))
         .fold(0.0, f64::max)
 }
 
@@ -410,8 +412,9 @@ fn projection(
     }
     let mut text = format!(
         "**Cost model.** Per step a rank makes `c` collective calls (measured: the run \
-         summary's calls per step). The one that carries the payload `m` (model reduction \
-         and status vector, sent = received) is an allreduce costed as the cheaper of \
+         summary's calls per step). The one that carries the payload `m` (model reduction, \
+         the shared models and the status vector: the bytes a rank receives) is costed as an \
+         allreduce (an upper bound for the models' allgather), the cheaper of \
          recursive doubling, `log2(P)·(α + β·m)`, and Rabenseifner's reduce-scatter + \
          allgather, `2·log2(P)·α + 2·β·m·(P−1)/P` (the large payloads); every other call \
          costs `log2(P)·α`; the agreement adds `β·R` for the `R` bytes a rank receives. So \
@@ -443,8 +446,9 @@ fn projection(
          GB/s). Assumptions: the bytes per rank per step are those the sweep measured \
          (default detector, modal): the agreement's at {pmax} AD ranks, which do not grow \
          with P except for its length words, 12 bytes per other rank (added), and the \
-         reduction's at the largest bytes per function measured ({per_function:.0} B), which do not \
-         depend on P; every function is \
+         reduction's at the largest bytes per function a rank received at the sweep's \
+         largest rank count ({per_function:.0} B; the shared models' part grows as (P − 1)/P, \
+         nearly all at {pmax} ranks); every function is \
          active in every step (the SPMD worst case the sweep measures; with a fraction f \
          active the reduction payload shrinks almost by f, all but the active-set bitset \
          of n/8 bytes); the calls per step are the sweep's; α and β do not depend on P (no \

@@ -155,12 +155,14 @@ impl Sweep {
         })
     }
 
-    /// Any run of `n` functions (the reduction's bytes and the calls per
-    /// step do not depend on the number of AD ranks).
+    /// The run of `n` functions on the most AD ranks: the reduction's
+    /// received bytes grow towards their bound with P (a rank receives
+    /// (P − 1)/P of the shared models), and the calls per step are those of
+    /// the two-hop exchanges from 16 ranks on.
     pub(crate) fn run_of(&self, n: usize) -> Option<RunBytes> {
         self.runs
             .iter()
-            .find(|((m, _), _)| *m == n)
+            .rfind(|((m, _), _)| *m == n)
             .map(|(_, r)| *r)
     }
 }
@@ -323,8 +325,8 @@ fn report(
         .filter_map(|&n| {
             let r = s.run_of(n)?;
             Some(format!(
-                "{:.0} B per function at {n} functions, {} application ranks",
-                r.reduce_sent / (n + 2) as f64,
+                "{:.0} B received per function at {n} functions, {} application ranks",
+                r.reduce_received / (n + 2) as f64,
                 r.streams
             ))
         })
@@ -340,8 +342,11 @@ fn report(
          step (sent: what the rank contributes; received: what is delivered to it, \
          other ranks' contributions to an all-to-all or allgather and the result of a \
          reduction), `max / mean` over ranks (the run summary gives the largest rank only; \
-         the mean comes from the agreement probe). The reduction's bytes (sent = \
-         received: an allreduce) do not depend on the AD rank count, but on the step's \
+         the mean comes from the agreement probe). The reduction's bytes do not grow with \
+         the AD rank count: its two rounds are allreduces (sent = received), and the \
+         models each rank derives for 1/P of the functions travel in an allgather, in \
+         which a rank sends its own and receives the others' once ((P − 1)/P of them: \
+         half at 2 ranks, nearly all from 16 on). They depend on the step's \
          data: modal's payload per function follows the bucket groups the step's runtimes \
          fall in, on any rank, and the widths of their power sums ({per_function}). More than 2 AD ranks are \
          oversubscribed on this 2-core machine, so the sweep reports no times. `measured \

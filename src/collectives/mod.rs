@@ -15,7 +15,7 @@ use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Count;
 
-use crate::detect::Wire;
+use crate::detect::{Gathered, Wire};
 use crate::events::names::NameKey;
 
 mod names;
@@ -393,7 +393,7 @@ impl Collectives {
     /// The reduced wire goes into `out`, whose buffers are reused. On one
     /// rank the reduction is the wire itself: it is moved into `out`
     /// instead of having MPI copy its megabytes (counted all the same).
-    pub fn reduce_wire_into(&self, w: Wire, out: &mut Wire) {
+    pub fn reduce_wire_into(&self, mut w: Wire, out: &mut Wire) {
         if self.size() == 1 {
             // Counted as the reductions below would be on more ranks.
             for words in [w.sum.len(), w.min.len() + w.max.len(), w.or.len()] {
@@ -401,9 +401,17 @@ impl Collectives {
                     self.count(8 * words, 8 * words);
                 }
             }
+            if let Some(g) = w.gather.take() {
+                self.count(8 * g.words.len() + 4, 0);
+                w.gather = Some(Box::new(Gathered::from_parts([&g.words[..]])));
+            }
             *out = w;
             return;
         }
+        out.gather = w
+            .gather
+            .take()
+            .map(|g| Box::new(self.gather_words(&g.words)));
         self.allreduce_into(&w.sum, &mut out.sum, SystemOperation::sum());
         if w.min.is_empty() || w.max.is_empty() {
             self.allreduce_into(&w.min, &mut out.min, SystemOperation::min());
@@ -424,6 +432,23 @@ impl Collectives {
             out.min = reduced;
         }
         self.allreduce_into(&w.or, &mut out.or, SystemOperation::bitwise_or());
+    }
+
+    /// Every rank's words, in rank order (collective; in two hops over the
+    /// rank grid from [`routed::MIN_GRID_RANKS`] ranks on).
+    fn gather_words(&self, mine: &[u64]) -> Gathered {
+        let bytes: Vec<u8> = mine.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let parts = self.allgather_routed(&bytes);
+        let mut g = Gathered::default();
+        g.words.reserve(parts.iter().map(|p| p.len() / 8).sum());
+        for p in &parts {
+            g.words.extend(
+                p.chunks_exact(8)
+                    .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+            );
+            g.ends.push(g.words.len());
+        }
+        g
     }
 
     /// Aborts every rank (last resort when ranks can no longer agree).

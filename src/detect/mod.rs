@@ -3,7 +3,9 @@
 //! Every detector works in the bulk-synchronous step of the run:
 //! 1. [`Detector::observe`] each runtime of this step into a *partial* model;
 //! 2. [`Detector::take_partial`] encodes the partial as a [`Wire`] that the
-//!    collectives reduce over all AD ranks with integer `SUM`/`MIN`/`MAX`/`BOR`;
+//!    collectives reduce over all AD ranks with integer `SUM`/`MIN`/`MAX`/`BOR`
+//!    (a later round may also gather words from every rank: the models the
+//!    binned detectors derive on one rank and share, [`sharing`]);
 //! 3. [`Detector::merge_reduced`] adds the reduced step totals to the global
 //!    model — identical on every rank, whatever the number of ranks. A
 //!    detector that needs a second reduction round in the same step (the
@@ -44,7 +46,8 @@ use stats::exact::Moments;
 
 /// A partial model in reducible form: `sum` words are added over ranks,
 /// `min` words take the minimum, `max` words the maximum and `or` words the
-/// bitwise OR. Every rank's wire of a round has the same lengths.
+/// bitwise OR. Every rank's wire of a round has the same lengths, except
+/// `gather`, whose words are collected rather than reduced.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Wire {
     /// Words added over ranks (wrapping).
@@ -55,12 +58,61 @@ pub struct Wire {
     pub max: Vec<u64>,
     /// Words combined with bitwise OR over ranks.
     pub or: Vec<u64>,
+    /// Words gathered from every rank (an allgather, not a reduction):
+    /// `None` when the round gathers nothing, and then on every rank.
+    pub gather: Option<Box<Gathered>>,
+}
+
+/// Words gathered from every rank of a round: a rank contributes any number
+/// of its own; the reduced wire holds every rank's, in rank order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gathered {
+    /// The words of every rank end to end (in a contribution, this rank's).
+    pub words: Vec<u64>,
+    /// Where each rank's words end in `words` (empty in a contribution).
+    pub ends: Vec<usize>,
+}
+
+impl Gathered {
+    /// This rank's contribution.
+    pub fn own(words: Vec<u64>) -> Gathered {
+        Gathered {
+            words,
+            ends: Vec::new(),
+        }
+    }
+
+    /// The gathered words of every rank, in rank order.
+    pub fn from_parts<'a>(parts: impl IntoIterator<Item = &'a [u64]>) -> Gathered {
+        let mut g = Gathered::default();
+        for p in parts {
+            g.words.extend_from_slice(p);
+            g.ends.push(g.words.len());
+        }
+        g
+    }
+
+    /// The words rank `rank` contributed (empty for a rank beyond those
+    /// gathered).
+    pub fn part(&self, rank: usize) -> &[u64] {
+        let start = rank
+            .checked_sub(1)
+            .map_or(0, |r| self.ends.get(r).copied().unwrap_or(0));
+        let end = self.ends.get(rank).copied().unwrap_or(start);
+        self.words.get(start..end).unwrap_or(&[])
+    }
+
+    /// How many ranks' words were gathered.
+    pub fn ranks(&self) -> usize {
+        self.ends.len()
+    }
 }
 
 impl Wire {
     /// Bytes this rank contributes to the reduction.
     pub fn bytes(&self) -> usize {
-        8 * (self.sum.len() + self.min.len() + self.max.len() + self.or.len())
+        let gathered = self.gather.as_ref().map_or(0, |g| g.words.len());
+        8 * (self.sum.len() + self.min.len() + self.max.len() + self.or.len() + gathered)
     }
 
     /// The reduction of several ranks' wires, as MPI computes it (for
@@ -81,6 +133,12 @@ impl Wire {
                 .zip(&w.max)
                 .for_each(|(a, b)| *a = (*a).max(*b));
             out.or.iter_mut().zip(&w.or).for_each(|(a, b)| *a |= *b);
+        }
+        if out.gather.is_some() {
+            let parts = wires
+                .iter()
+                .map(|w| w.gather.as_ref().map_or(&[][..], |g| &g.words[..]));
+            out.gather = Some(Box::new(Gathered::from_parts(parts)));
         }
         out
     }

@@ -370,12 +370,16 @@ impl Detector for ModelDetector {
             min: reduced.min[..mn].to_vec(),
             max: reduced.max[..mx].to_vec(),
             or: reduced.or[..o].to_vec(),
+            gather: None,
         };
         let rest = Wire {
             sum: reduced.sum[s..].to_vec(),
             min: reduced.min[mn..].to_vec(),
             max: reduced.max[mx..].to_vec(),
             or: reduced.or[o..].to_vec(),
+            // The first round gathers nothing (later rounds go to the
+            // fallback whole).
+            gather: None,
         };
         self.residual.merge_reduced(&mine);
         self.fallback.merge_reduced(&rest);

@@ -5,33 +5,23 @@
 //! function of them: every rank would compute the same model. With P AD
 //! ranks, the step's changed functions are dealt out instead — the k-th in
 //! wire order (the same order on every rank) to rank `k mod P` — and each
-//! rank derives only its own, encodes them as words and shares them in two
-//! more reduction rounds (SUM, where every other rank adds zeros): the
-//! length of each model, then the models at their offsets. A rank decodes
-//! the models it did not derive. Counts in a model never exceed the
-//! function's global count, which every rank knows, so kernels send them
-//! in lanes that narrow (HBOS: a held bin's index and count in one word
-//! below 2^32 executions; COPOD: its bin counts four to a word below
-//! 2^16). The work per rank is the derivation of 1/P of the changed
-//! functions plus a copy of every changed model (tens of bytes each,
-//! against microseconds of derivation), and every rank ends with the same
-//! models as if it had derived all of them, bit for bit (the encoding
-//! carries the `f64` bits).
+//! rank derives only its own, encodes them as words and shares them in one
+//! more round, an allgather: each rank sends its own models (each after
+//! its length) and receives the others'. Rank r's words are the models of
+//! changed functions r, r + P, r + 2P, … in that order, so nothing says
+//! which function a model belongs to. A rank decodes the models it did not
+//! derive. Counts in a model never exceed the function's global count,
+//! which every rank knows, so kernels send them in lanes that narrow
+//! (HBOS: a held bin's index and count in one word below 2^32 executions;
+//! COPOD: its bin counts four to a word below 2^16). The work per rank is
+//! the derivation of 1/P of the changed functions plus a copy of every
+//! changed model (tens of bytes each, against microseconds of derivation),
+//! and every rank ends with the same models as if it had derived all of
+//! them, bit for bit (the encoding carries the `f64` bits). A rank
+//! receives every model but its own once, whatever P: the bytes do not
+//! grow with the ranks.
 
-use super::Wire;
-
-/// Where the sharing rounds of the current step stand.
-#[derive(Debug, Default)]
-enum Round {
-    /// No sharing round is under way.
-    #[default]
-    Idle,
-    /// The lengths wire is out.
-    Lengths,
-    /// The models wire is out; changed model `k` lies at
-    /// `bounds[k]..bounds[k + 1]` in it.
-    Models { bounds: Vec<usize> },
-}
+use super::{Gathered, Wire};
 
 /// One rank's part of the model sharing of a step (see the module doc).
 #[derive(Debug)]
@@ -40,12 +30,11 @@ pub struct ModelSharing {
     ranks: usize,
     /// The step's functions with a new model, in wire order.
     changed: Vec<u32>,
-    /// This rank's models: (position in `changed`, end in `words`); each
-    /// starts where the previous one ends.
-    own: Vec<(usize, usize)>,
-    /// This rank's encoded models, end to end.
+    /// This rank's encoded models in deal order, each after its length.
     words: Vec<u64>,
-    round: Round,
+    /// Whether the models' round is out (its reduced wire is the next to
+    /// merge).
+    out: bool,
     /// The next wire to hand out.
     pending: Option<Wire>,
 }
@@ -56,9 +45,8 @@ impl Default for ModelSharing {
             rank: 0,
             ranks: 1,
             changed: Vec::new(),
-            own: Vec::new(),
             words: Vec::new(),
-            round: Round::Idle,
+            out: false,
             pending: None,
         }
     }
@@ -76,9 +64,9 @@ impl ModelSharing {
         self.ranks > 1
     }
 
-    /// Whether the wire being merged is one of the sharing rounds.
+    /// Whether the wire being merged is the sharing round.
     pub fn awaiting(&self) -> bool {
-        !matches!(self.round, Round::Idle)
+        self.out
     }
 
     /// Notes the next function with a new model this step; true when this
@@ -91,76 +79,54 @@ impl ModelSharing {
 
     /// Encodes the model of the function just dealt to this rank.
     pub fn push_own(&mut self, encode: impl FnOnce(&mut Vec<u64>)) {
+        let at = self.words.len();
+        self.words.push(0);
         encode(&mut self.words);
-        self.own.push((self.changed.len() - 1, self.words.len()));
+        self.words[at] = (self.words.len() - at - 1) as u64;
     }
 
-    /// After the step's histograms are merged: the lengths round, if any
+    /// After the step's histograms are merged: the models' round, if any
     /// function has a new model (all ranks agree: the list is reduced
     /// data).
     pub fn start(&mut self) {
         if self.changed.is_empty() {
             return;
         }
-        let mut lens = vec![0u64; self.changed.len()];
-        let mut start = 0;
-        for &(k, end) in &self.own {
-            lens[k] = (end - start) as u64;
-            start = end;
-        }
         self.pending = Some(Wire {
-            sum: lens,
+            gather: Some(Box::new(Gathered::own(std::mem::take(&mut self.words)))),
             ..Default::default()
         });
-        self.round = Round::Lengths;
+        self.out = true;
     }
 
-    /// The wire of the next sharing round, once.
+    /// The wire of the sharing round, once.
     pub fn next_round(&mut self) -> Option<Wire> {
         self.pending.take()
     }
 
-    /// Merges a reduced sharing round. After the models round, `decode`
-    /// receives each changed function this rank did not derive with its
-    /// model's words; then the step's sharing is over.
+    /// Merges the gathered models: `decode` receives each changed function
+    /// this rank did not derive with its model's words; then the step's
+    /// sharing is over. Words missing from a rank's part (which this
+    /// program's ranks never send) decode as empty models.
     pub fn merge_reduced(&mut self, reduced: &Wire, mut decode: impl FnMut(u32, &[u64])) {
-        match std::mem::take(&mut self.round) {
-            Round::Idle => {}
-            Round::Lengths => {
-                // Every rank contributes the same lengths, so a wire of
-                // another shape cannot come from this program's ranks:
-                // missing lengths count as empty models.
-                let mut bounds = Vec::with_capacity(self.changed.len() + 1);
-                bounds.push(0);
-                for k in 0..self.changed.len() {
-                    let len = reduced.sum.get(k).copied().unwrap_or(0) as usize;
-                    bounds.push(bounds[k] + len);
-                }
-                let mut sum = vec![0u64; bounds[self.changed.len()]];
-                let mut start = 0;
-                for &(k, end) in &self.own {
-                    let at = bounds[k];
-                    sum[at..at + end - start].copy_from_slice(&self.words[start..end]);
-                    start = end;
-                }
-                self.pending = Some(Wire {
-                    sum,
-                    ..Default::default()
-                });
-                self.round = Round::Models { bounds };
-            }
-            Round::Models { bounds } => {
-                for (k, &f) in self.changed.iter().enumerate() {
-                    if k % self.ranks == self.rank {
-                        continue;
-                    }
-                    decode(f, reduced.sum.get(bounds[k]..bounds[k + 1]).unwrap_or(&[]));
-                }
-                self.changed.clear();
-                self.own.clear();
-                self.words.clear();
+        if !std::mem::take(&mut self.out) {
+            return;
+        }
+        let none = Gathered::default();
+        let gathered = reduced.gather.as_deref().unwrap_or(&none);
+        for r in (0..self.ranks).filter(|&r| r != self.rank) {
+            let part = gathered.part(r);
+            let mut at = 0;
+            for &f in self.changed.iter().skip(r).step_by(self.ranks) {
+                let len = part.get(at).map_or(0, |&l| l as usize);
+                let start = (at + 1).min(part.len());
+                let end = start.saturating_add(len).min(part.len());
+                decode(f, &part[start..end]);
+                at = end;
             }
         }
+        self.changed.clear();
+        self.words.clear();
     }
 }
 
@@ -195,16 +161,16 @@ mod tests {
             s.start();
         }
         let mut got = vec![Vec::new(); 3];
-        for _round in 0..2 {
-            let wires: Vec<Wire> = ranks.iter_mut().map(|s| s.next_round().unwrap()).collect();
-            let reduced = Wire::reduce_all(&wires);
-            for (r, s) in ranks.iter_mut().enumerate() {
-                assert!(s.awaiting());
-                s.merge_reduced(&reduced, |f, w| got[r].push((f, w.to_vec())));
-            }
+        let wires: Vec<Wire> = ranks.iter_mut().map(|s| s.next_round().unwrap()).collect();
+        let reduced = Wire::reduce_all(&wires);
+        for (r, s) in ranks.iter_mut().enumerate() {
+            assert!(s.awaiting());
+            s.merge_reduced(&reduced, |f, w| got[r].push((f, w.to_vec())));
         }
         for (r, s) in ranks.iter_mut().enumerate() {
             assert!(!s.awaiting() && s.next_round().is_none());
+            // Decoded rank by rank; the order does not matter to a model.
+            got[r].sort();
             let want: Vec<(u32, Vec<u64>)> = functions
                 .iter()
                 .filter(|&&f| (f - 10) as usize % 3 != r)
@@ -212,6 +178,32 @@ mod tests {
                 .collect();
             assert_eq!(got[r], want, "rank {r}");
         }
+    }
+
+    /// A part cut short (no rank of this program sends one) decodes as
+    /// empty models, never reads past the part.
+    #[test]
+    fn a_short_part_decodes_as_empty_models() {
+        let mut s = ModelSharing::default();
+        s.set_ranks(0, 2);
+        for f in 0..5 {
+            if s.deal(f) {
+                s.push_own(|out| out.push(f as u64));
+            }
+        }
+        s.start();
+        let mine = s.next_round().unwrap();
+        // Rank 1 derived functions 1 and 3; its part claims 2 words for
+        // the first model and holds 1, then nothing.
+        let other = Wire {
+            gather: Some(Box::new(Gathered::own(vec![2, 7]))),
+            ..Default::default()
+        };
+        let reduced = Wire::reduce_all(&[mine, other]);
+        let mut got = Vec::new();
+        s.merge_reduced(&reduced, |f, w| got.push((f, w.to_vec())));
+        assert_eq!(got, vec![(1, vec![7]), (3, vec![])]);
+        assert!(!s.awaiting());
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl Detector for Sstd {
             min: Vec::with_capacity(n),
             max: Vec::with_capacity(n),
             or: Vec::new(),
+            gather: None,
         };
         let none = ExactMoments::default();
         for &f in &fs {

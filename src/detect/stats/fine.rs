@@ -377,6 +377,7 @@ impl FineModel {
             min: Vec::with_capacity(n),
             max: Vec::with_capacity(n),
             or: vec![0; n * ROUND1_OR_WORDS],
+            gather: None,
         };
         for (k, &f) in fs.iter().enumerate() {
             // A function of the wire that did not run here adds nothing.
