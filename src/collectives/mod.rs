@@ -402,7 +402,9 @@ impl Collectives {
                 }
             }
             if let Some(g) = w.gather.take() {
-                self.count(8 * g.words.len() + 4, 0);
+                // As the allgather counts: its words and their length sent,
+                // nothing from other ranks received.
+                self.count(8 * g.words.len() + std::mem::size_of::<Count>(), 0);
                 w.gather = Some(Box::new(Gathered::from_parts([&g.words[..]])));
             }
             *out = w;

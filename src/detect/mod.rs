@@ -101,11 +101,6 @@ impl Gathered {
         let end = self.ends.get(rank).copied().unwrap_or(start);
         self.words.get(start..end).unwrap_or(&[])
     }
-
-    /// How many ranks' words were gathered.
-    pub fn ranks(&self) -> usize {
-        self.ends.len()
-    }
 }
 
 impl Wire {
