@@ -44,13 +44,21 @@ fn writers(dir: &Path, engine: &str, ranks: u64, steps: u64) -> Vec<Child> {
         .collect()
 }
 
-fn run_cmd(np: usize, pattern: &Path, out: &Path) -> Command {
+/// `chimbuko-mpi run` on `np` AD ranks, with its progress lines.
+fn ad_cmd(np: usize, pattern: &Path, out: &Path) -> Command {
     let mut c = mpirun(np);
     c.arg(exe())
-        .args(["run", "--quiet", "--input"])
+        .args(["run", "--input"])
         .arg(pattern)
         .arg("--out")
         .arg(out);
+    c
+}
+
+/// [`ad_cmd`] without progress lines.
+fn run_cmd(np: usize, pattern: &Path, out: &Path) -> Command {
+    let mut c = ad_cmd(np, pattern, out);
+    c.arg("--quiet");
     c
 }
 
@@ -347,13 +355,8 @@ impl SlowRun {
         let data = dir.join("data");
         let apps = writers(&data, "SST", 3, 200);
         let out = dir.join("prov.h5");
-        let mut ad = mpirun(3);
-        ad.arg(exe())
-            .args(["run", "--input"])
-            .arg(data.join("tau-metrics-demo-{rank}.bp"))
-            .arg("--out")
-            .arg(&out)
-            .args(["--engine", "SST", "--app-ranks", "3", "--flush-steps", "5"])
+        let mut ad = ad_cmd(3, &data.join("tau-metrics-demo-{rank}.bp"), &out);
+        ad.args(["--engine", "SST", "--app-ranks", "3", "--flush-steps", "5"])
             .args(["--progress-every", "1"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -428,18 +431,7 @@ fn ad_ranks(mpirun: u32) -> Vec<u32> {
     let mut pids: Vec<u32> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&p: &u32| {
-            std::fs::read_to_string(format!("/proc/{p}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s[s.rfind(')')? + 2..]
-                        .split_whitespace()
-                        .nth(1)?
-                        .parse()
-                        .ok()
-                })
-                == Some(mpirun)
-        })
+        .filter(|&p: &u32| parent_of(p) == Some(mpirun))
         .collect();
     pids.sort();
     pids

@@ -391,11 +391,11 @@ fn payload(s: &Sweep, n: usize) -> Option<(Payload, usize)> {
 }
 
 /// The largest reduction bytes received per function of the sweep's runs, each
-/// on its most AD ranks (their functions include the wrapper and the loop).
+/// on its most AD ranks.
 fn reduce_per_function(s: &Sweep) -> f64 {
     s.sizes
         .iter()
-        .filter_map(|&m| s.run_of(m).map(|r| r.reduce_received / (m + 2) as f64))
+        .filter_map(|&m| s.run_of(m).map(|r| r.reduce_received_per_function(m)))
         .fold(0.0, f64::max)
 }
 

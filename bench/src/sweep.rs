@@ -116,6 +116,12 @@ impl RunBytes {
             streams: num(&s["streams"]) as usize,
         }
     }
+
+    /// Reduction bytes received per function of a run of `n` functions
+    /// (its functions include the wrapper and the loop).
+    pub(crate) fn reduce_received_per_function(&self, n: usize) -> f64 {
+        self.reduce_received / (n + 2) as f64
+    }
 }
 
 /// The probe's agreement bytes of one (functions, AD ranks) case.
@@ -326,7 +332,7 @@ fn report(
             let r = s.run_of(n)?;
             Some(format!(
                 "{:.0} B received per function at {n} functions, {} application ranks",
-                r.reduce_received / (n + 2) as f64,
+                r.reduce_received_per_function(n),
                 r.streams
             ))
         })

@@ -401,11 +401,12 @@ impl Collectives {
                     self.count(8 * words, 8 * words);
                 }
             }
-            if let Some(g) = w.gather.take() {
+            if let Some(g) = w.gather.as_mut() {
                 // As the allgather counts: its words and their length sent,
-                // nothing from other ranks received.
+                // nothing from other ranks received. The words are then
+                // every rank's.
                 self.count(8 * g.words.len() + std::mem::size_of::<Count>(), 0);
-                w.gather = Some(Box::new(Gathered::from_parts([&g.words[..]])));
+                g.ends = vec![g.words.len()];
             }
             *out = w;
             return;
@@ -439,15 +440,11 @@ impl Collectives {
     /// Every rank's words, in rank order (collective; in two hops over the
     /// rank grid from [`routed::MIN_GRID_RANKS`] ranks on).
     fn gather_words(&self, mine: &[u64]) -> Gathered {
-        let bytes: Vec<u8> = mine.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let parts = self.allgather_routed(&bytes);
+        let parts = self.allgather_routed(&to_bytes(mine));
         let mut g = Gathered::default();
         g.words.reserve(parts.iter().map(|p| p.len() / 8).sum());
         for p in &parts {
-            g.words.extend(
-                p.chunks_exact(8)
-                    .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
-            );
+            g.words.extend(words_of(p));
             g.ends.push(g.words.len());
         }
         g
@@ -479,6 +476,22 @@ fn appnum(world: &SimpleCommunicator) -> Option<i32> {
             None
         }
     }
+}
+
+/// Words of `v` as little-endian bytes.
+fn to_bytes(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Little-endian bytes as words (a trailing partial word is dropped).
+fn words_of(b: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+}
+
+/// [`words_of`], collected.
+fn to_words(b: &[u8]) -> Vec<u64> {
+    words_of(b).collect()
 }
 
 /// `[program u32][len u32][bytes]` per name, little endian.

@@ -28,7 +28,7 @@
 //! is missing anywhere (an OR over ranks) the step falls back to the plain
 //! allgather.
 
-use super::{decode_names, encode_names, Collectives};
+use super::{decode_names, encode_names, to_bytes, to_words, Collectives};
 use crate::events::names::NameKey;
 use crate::util::hash::mix64;
 
@@ -49,18 +49,6 @@ fn misses_any(mine: &[(u64, &NameKey)], union: &[NameKey], hash: impl Fn(&NameKe
             .take_while(|e| e.0 == h)
             .any(|e| e.1 == k)
     })
-}
-
-/// Words of `v` as little-endian bytes.
-fn to_bytes(v: &[u64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// Little-endian bytes as words (a trailing partial word is dropped).
-fn to_words(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8)
-        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect()
 }
 
 impl Collectives {

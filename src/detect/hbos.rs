@@ -14,7 +14,7 @@
 //!   rank); an execution is an anomaly iff its score `>= g_t`.
 
 use super::binned::{BinnedDetector, Kernel};
-use super::stats::fine::{FineHist, StepDelta};
+use super::stats::fine::{lane_bits, FineHist, StepDelta};
 use super::stats::histogram::{BinPos, BinWidth, Grid, Histogram};
 use super::stats::memo::Memo;
 use super::{ModelSnapshot, Verdict};
@@ -350,9 +350,10 @@ impl Kernel for HbosKernel {
     fn encode(&self, m: &HbosModel, count: u64, out: &mut Vec<u64>) {
         out.extend(m.grid.to_words());
         out.extend([m.local_threshold.to_bits(), m.global_threshold.to_bits()]);
-        // A held bin's count is at most the function's: below 2^32 (the
-        // same test on every rank) it shares a word with the bin's index.
-        let narrow = count < 1 << 32;
+        // A held bin's count is at most the function's: when that fits a
+        // 32-bit lane (the same test on every rank) it shares a word with
+        // the bin's index.
+        let narrow = lane_bits(count) <= 32;
         for h in &m.held {
             if narrow {
                 out.extend([u64::from(h.bin) | h.count << 32, h.score.to_bits()]);
@@ -370,7 +371,7 @@ impl Kernel for HbosKernel {
         m.local_threshold = float(Grid::WORDS);
         m.global_threshold = float(Grid::WORDS + 1);
         m.held.clear();
-        if count < 1 << 32 {
+        if lane_bits(count) <= 32 {
             m.held.extend(held.chunks_exact(2).map(|w| HeldBin {
                 bin: w[0] as u32,
                 count: w[0] >> 32,

@@ -97,7 +97,7 @@ pub fn sorted_labels(dir: &Path) -> Vec<String> {
 }
 
 /// Parent pid of a process, from `/proc/<pid>/stat`.
-fn parent_of(pid: u32) -> Option<u32> {
+pub fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces: parse after its ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
