@@ -4,7 +4,9 @@
 //! labels, models and provenance must not depend on the number of ranks,
 //! for every detector. Measured by
 //! the collectives' own byte counters (`collective_bytes_received_per_step`
-//! of the run summary), under mpirun with up to 16 AD ranks.
+//! of the run summary), under mpirun with up to 16 AD ranks. Two names
+//! with the same hash must both be agreed (the fallback to the plain
+//! allgather).
 
 mod common;
 
@@ -274,6 +276,155 @@ fn every_detector_gives_the_same_labels_models_and_provenance_at_1_2_4_and_8_ran
                         );
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Two function names of 16 bytes with the same 64-bit name hash (the
+/// byte hash under `name_hash` multiplies the two 8-byte halves, offset by
+/// constants; these halves were searched so that one product equals the
+/// other, 3·a times b/3).
+const CLASHING: [&str; 2] = ["4n8sznN>QCkU0HUw", "f<qfPdlkCcyqqaw2"];
+
+/// Four application ranks that call `kernel` under the name given.
+fn clash_scenario(kernel: &str) -> String {
+    format!(
+        r#"
+seed = 5
+binary = "clash"
+ranks = 4
+steps = 4
+events_per_step = 600
+root = "step"
+
+[[function]]
+name = "main"
+runtime = {{ dist = "constant", value = 5 }}
+
+[[function]]
+name = "step"
+runtime = {{ dist = "normal", mean = 40, std = 4 }}
+children = [{{ function = "{kernel}", calls = 8 }}]
+
+[[function]]
+name = "{kernel}"
+runtime = {{ dist = "normal", mean = 20, std = 2 }}
+
+[[anomaly]]
+function = "{kernel}"
+rate = 0.02
+factor = 8
+"#
+    )
+}
+
+/// Copies a directory tree (a BP "file" is a directory).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Two streams offer, in the same step, two different names with one
+/// hash. The hashed agreement publishes one name per hash, so one of them
+/// would be lost; every rank checks its own names against the union and
+/// the step falls back to the plain allgather. Both names must reach the
+/// global table, the run must say that it fell back, and nothing may
+/// depend on the number of AD ranks.
+#[test]
+fn names_that_share_a_hash_are_both_agreed_at_any_rank_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // Streams 0 and 1 from a run that calls the first name, 2 and 3 from
+    // one that calls the second: the AD ranks read blocks of streams, so
+    // at 2 and 4 AD ranks some ranks offer only the one name and others
+    // only the other.
+    for (k, kernel) in CLASHING.iter().enumerate() {
+        let scenario = dir.path().join(format!("clash-{k}.toml"));
+        std::fs::write(&scenario, clash_scenario(kernel)).unwrap();
+        let out = dir.path().join(format!("synth-{k}"));
+        run_ok(
+            Command::new(exe())
+                .arg("synth")
+                .arg(&scenario)
+                .arg("--out")
+                .arg(&out),
+        );
+        for rank in [2 * k, 2 * k + 1] {
+            let stream = format!("tau-metrics-clash-{rank}.bp");
+            copy_tree(&out.join(&stream), &data.join(&stream));
+        }
+    }
+    let mut reference: Option<(Vec<String>, String, Vec<String>)> = None;
+    for np in [1usize, 2, 4] {
+        let labels = dir.path().join(format!("labels-{np}"));
+        let sum = dir.path().join(format!("summary-{np}.json"));
+        let h5 = dir.path().join(format!("clash-{np}.h5"));
+        let out = mpirun(np)
+            .arg(exe())
+            .args(["run", "--input"])
+            .arg(data.join("tau-metrics-clash-{rank}.bp"))
+            .arg("--labels-out")
+            .arg(&labels)
+            .arg("--summary-out")
+            .arg(&sum)
+            .arg("--out")
+            .arg(&h5)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{np} AD ranks:\n{stderr}");
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&sum).unwrap()).unwrap();
+        // One rank agrees alone (nothing to lose); from two ranks on, the
+        // first step's names went the slow way, and the run says so.
+        let fell_back = s["name_hash_collisions"].as_u64().unwrap();
+        let warned = stderr.contains("share a 64-bit name hash");
+        if np == 1 {
+            assert_eq!((fell_back, warned), (0, false), "{stderr}");
+        } else {
+            assert_eq!((fell_back, warned), (1, true), "{np} AD ranks:\n{stderr}");
+        }
+        let p = Provenance::load(&h5).unwrap();
+        let names: Vec<&str> = p.functions.iter().map(|f| f.name.as_str()).collect();
+        for name in CLASHING {
+            assert!(names.contains(&name), "{np} AD ranks: {names:?}");
+        }
+        // Each name keeps its own executions: two streams of 4 steps.
+        let count = |name: &str| {
+            let fid = p
+                .functions
+                .iter()
+                .find(|f| f.name.as_str() == name)
+                .unwrap()
+                .fid;
+            p.func_stats
+                .iter()
+                .find(|r| r.fid == fid)
+                .unwrap()
+                .inclusive_count
+        };
+        assert!(count(CLASHING[0]) > 1000, "{}", count(CLASHING[0]));
+        assert!(count(CLASHING[1]) > 1000, "{}", count(CLASHING[1]));
+        let got = (
+            sorted_labels(&labels),
+            s["model_digest"].as_str().unwrap().to_owned(),
+            provenance_digest(&h5),
+        );
+        match &reference {
+            None => reference = Some(got),
+            Some(r) => {
+                assert_eq!(r.1, got.1, "model at {np} AD ranks");
+                assert!(r.0 == got.0, "labels at {np} AD ranks differ");
+                assert!(r.2 == got.2, "provenance at {np} AD ranks differs");
             }
         }
     }

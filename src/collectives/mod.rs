@@ -49,6 +49,9 @@ pub struct Collectives {
     sent: std::cell::Cell<u64>,
     received: std::cell::Cell<u64>,
     calls: std::cell::Cell<u64>,
+    /// Name agreements that fell back to the plain allgather because two
+    /// different new names shared a hash (the same count on every rank).
+    name_hash_collisions: std::cell::Cell<u64>,
     /// The grid of the two-hop exchanges, made on first use (see
     /// `routed.rs`); `None` where P has no useful grid.
     grid: std::cell::OnceCell<Option<routed::Grid>>,
@@ -78,6 +81,7 @@ impl Collectives {
             sent: std::cell::Cell::new(0),
             received: std::cell::Cell::new(0),
             calls: std::cell::Cell::new(0),
+            name_hash_collisions: std::cell::Cell::new(0),
             grid: std::cell::OnceCell::new(),
             _universe: universe,
         })
@@ -86,6 +90,13 @@ impl Collectives {
     /// Bytes this rank has contributed to collectives so far.
     pub fn bytes_sent(&self) -> u64 {
         self.sent.get()
+    }
+
+    /// Name agreements so far in which two different new names shared a
+    /// 64-bit hash, so that the names were agreed by the plain allgather
+    /// (equal on every rank; see [`Collectives::agree_names`]).
+    pub fn name_hash_collisions(&self) -> u64 {
+        self.name_hash_collisions.get()
     }
 
     /// Collective calls made so far.

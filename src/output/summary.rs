@@ -60,6 +60,10 @@ pub struct RunSummary {
     /// Collective payload received per step by the rank that receives the
     /// most, per stage (what must stay flat as AD ranks are added).
     pub collective_bytes_received_per_step: CollectiveBytes,
+    /// Steps whose new names were agreed by the plain allgather because two
+    /// different names shared a 64-bit hash (rare; results are the same,
+    /// only that step's agreement traffic grows with the AD ranks).
+    pub name_hash_collisions: u64,
     /// Collective calls per step (agreement, reduction, status, outputs).
     pub collective_calls_per_step: f64,
     /// Functions executed (on some rank) per step, on average: what the

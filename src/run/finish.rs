@@ -112,6 +112,7 @@ impl Pipeline<'_> {
                 &traffic_in,
                 st.steps_done,
             ),
+            name_hash_collisions: coll.name_hash_collisions(),
             collective_calls_per_step: calls_in_steps as f64 / st.steps_done.max(1) as f64,
             active_functions_per_step: st.active_functions as f64 / st.steps_done.max(1) as f64,
         };

@@ -20,7 +20,18 @@ impl Pipeline<'_> {
         }
         // Duplicates (a name new to several streams) are dropped by the
         // agreement itself.
+        let collisions = st.coll.name_hash_collisions();
         let agreed = st.coll.agree_names(&unknown);
+        if st.coll.name_hash_collisions() > collisions && st.coll.rank() == 0 && !st.opts.quiet {
+            // Harmless (the names were agreed the slow way), but a user
+            // comparing the collective traffic of runs should know why
+            // this step's was larger.
+            eprintln!(
+                "warning: step {}: two different new names share a 64-bit name hash; \
+                 this step's names were agreed by allgather (results unaffected)",
+                work.step
+            );
+        }
         let counters_before = st.names.counters.len() as u32;
         let new_functions = st.names.extend(agreed);
         // Names first: the model detector knows its functions by name, and
