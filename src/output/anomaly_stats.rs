@@ -12,8 +12,6 @@
 //! the metrics are identical for any number of AD ranks and their wire
 //! follows the functions with anomalies, not every function.
 
-use std::collections::HashMap;
-
 use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 
@@ -142,10 +140,15 @@ pub struct Anomaly {
     pub severity: u64,
 }
 
-/// Anomaly metrics by function, only for functions with anomalies.
+/// Anomaly metrics by function, only for functions with anomalies: a list
+/// sorted by function. With 10⁵ functions and a detector that flags rare
+/// ones (HBOS, COPOD) tens of thousands of functions have metrics of
+/// 416 bytes each; a hash map would hold up to twice the room, touch all
+/// of it, and briefly need old and new tables at once when it grows. A
+/// sorted list grows in place and is merged from the back, in place.
 #[derive(Debug, Clone, Default)]
 pub struct AnomalyMetrics {
-    by_function: HashMap<u32, AnomalyStats>,
+    by_function: Vec<(u32, AnomalyStats)>,
 }
 
 /// Sum words per function on the wire: three moments.
@@ -158,38 +161,69 @@ impl AnomalyMetrics {
     /// Adds anomalies; buckets are closed here, so the anomalies of one
     /// (stream, step) must come in one call.
     pub fn add(&mut self, anomalies: &[Anomaly]) {
-        let mut buckets: HashMap<(u32, (u32, u64, u64)), u64> = HashMap::new();
-        for a in anomalies {
-            self.by_function.entry(a.fid).or_default().anomaly(a);
-            *buckets.entry((a.fid, a.bucket)).or_default() += 1;
-        }
-        // Sorted, so that the (exact, order-free) sums see the same values.
-        let mut buckets: Vec<_> = buckets.into_iter().collect();
-        buckets.sort_unstable();
-        for ((fid, _), n) in buckets {
-            if let Some(s) = self.by_function.get_mut(&fid) {
-                s.close_bucket(n);
+        // By function and bucket: each function's metrics are made in one
+        // go, then merged in (the sums are exact and order-free).
+        let mut order: Vec<&Anomaly> = anomalies.iter().collect();
+        order.sort_unstable_by_key(|a| (a.fid, a.bucket));
+        let mut batch: Vec<(u32, AnomalyStats)> = Vec::new();
+        for group in order.chunk_by(|a, b| a.fid == b.fid) {
+            let mut stats = AnomalyStats::default();
+            for bucket in group.chunk_by(|a, b| a.bucket == b.bucket) {
+                for a in bucket {
+                    stats.anomaly(a);
+                }
+                stats.close_bucket(bucket.len() as u64);
             }
+            batch.push((group[0].fid, stats));
         }
+        self.merge_sorted(batch);
     }
 
     /// Adds everything of `o`.
     pub fn merge(&mut self, o: &AnomalyMetrics) {
-        for (&f, s) in &o.by_function {
-            self.by_function.entry(f).or_default().merge(s);
+        self.merge_sorted(o.by_function.clone());
+    }
+
+    /// Adds the metrics of `more` (sorted by function, each once): the
+    /// functions already here merge, the others are placed, from the back
+    /// of the grown list so that nothing moves twice.
+    fn merge_sorted(&mut self, more: Vec<(u32, AnomalyStats)>) {
+        let mut added = Vec::new();
+        for (f, s) in more {
+            match self.by_function.binary_search_by_key(&f, |e| e.0) {
+                Ok(at) => self.by_function[at].1.merge(&s),
+                Err(_) => added.push((f, s)),
+            }
+        }
+        if added.is_empty() {
+            return;
+        }
+        let old = self.by_function.len();
+        self.by_function
+            .resize(old + added.len(), (0, AnomalyStats::default()));
+        // Fill from the end: the larger of the two lists' last entries.
+        let (mut i, mut out) = (old, self.by_function.len());
+        while let Some(&(f, s)) = added.last() {
+            out -= 1;
+            if i > 0 && self.by_function[i - 1].0 > f {
+                i -= 1;
+                self.by_function[out] = self.by_function[i];
+            } else {
+                self.by_function[out] = (f, s);
+                added.pop();
+            }
         }
     }
 
     /// The metrics of function `f`, if it has anomalies.
     pub fn get(&self, f: u32) -> Option<&AnomalyStats> {
-        self.by_function.get(&f)
+        let at = self.by_function.binary_search_by_key(&f, |e| e.0).ok()?;
+        Some(&self.by_function[at].1)
     }
 
     /// The functions with anomalies, increasing.
     pub fn functions(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self.by_function.keys().copied().collect();
-        v.sort_unstable();
-        v
+        self.by_function.iter().map(|e| e.0).collect()
     }
 
     /// Whether no function has anomalies.
@@ -203,7 +237,7 @@ impl AnomalyMetrics {
     pub fn reduce(&self, coll: &Collectives, n: usize) -> AnomalyMetrics {
         let keys = self.functions();
         let fill = |f: u32, sum: &mut Vec<u64>, lo: &mut Vec<u64>| {
-            let s = self.by_function.get(&f).copied().unwrap_or_default();
+            let s = self.get(f).copied().unwrap_or_default();
             for m in [&s.anomaly_count, &s.score, &s.severity] {
                 m.sum_words(sum);
                 push_min_max(lo, m.n, m.min, m.max);
@@ -220,7 +254,8 @@ impl AnomalyMetrics {
             let m = |i: usize| {
                 ExactMoments::from_words(&s[i * MOMENT_SUM_WORDS..], lo[2 * i], !lo[2 * i + 1])
             };
-            out.by_function.insert(
+            // In increasing function order: the list stays sorted.
+            out.by_function.push((
                 f,
                 AnomalyStats {
                     anomaly_count: m(0),
@@ -231,7 +266,7 @@ impl AnomalyMetrics {
                     min_timestamp: lo[8],
                     max_timestamp: !lo[9],
                 },
-            );
+            ));
         };
         reduce_sparse(
             coll,
@@ -243,5 +278,82 @@ impl AnomalyMetrics {
             absorb,
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anomaly(fid: u32, rank: u64, step: u64, score: f64, severity: u64) -> Anomaly {
+        Anomaly {
+            fid,
+            bucket: (0, rank, step),
+            entry: 100 * step + rank,
+            exit: 100 * step + rank + severity,
+            score,
+            severity,
+        }
+    }
+
+    fn text(m: &AnomalyMetrics) -> Vec<String> {
+        m.functions()
+            .iter()
+            .map(|&f| format!("{f} {:?}", m.get(f).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn metrics_stay_sorted_and_merge_whatever_the_order() {
+        // Three (stream, step) buckets; functions in no order, new ones
+        // before, between and after the ones already there.
+        let calls = [
+            vec![
+                anomaly(40, 0, 1, 7.5, 30),
+                anomaly(7, 0, 1, 9.0, 12),
+                anomaly(40, 0, 1, 6.5, 31),
+            ],
+            vec![
+                anomaly(3, 1, 1, 8.0, 5),
+                anomaly(40, 1, 1, 7.0, 29),
+                anomaly(90, 1, 1, 12.0, 400),
+            ],
+            vec![
+                anomaly(7, 0, 2, 10.0, 13),
+                anomaly(20, 0, 2, 6.1, 8),
+                anomaly(7, 0, 2, 11.0, 14),
+            ],
+        ];
+        let mut one = AnomalyMetrics::default();
+        for c in &calls {
+            one.add(c);
+        }
+        assert_eq!(one.functions(), vec![3, 7, 20, 40, 90]);
+        let s = one.get(40).unwrap();
+        // Two buckets (rank 0 and rank 1 of step 1) with 2 and 1 anomalies.
+        assert_eq!((s.anomaly_count.n, s.anomaly_count.s1), (2, 3));
+        assert_eq!((s.score.n, s.score.s1), (3, 7500 + 6500 + 7000));
+        assert_eq!((s.severity.min, s.severity.max), (29, 31));
+        assert_eq!((s.first_io_step, s.last_io_step), (1, 1));
+        let s = one.get(7).unwrap();
+        assert_eq!((s.anomaly_count.n, s.anomaly_count.s1), (2, 3));
+        assert_eq!((s.first_io_step, s.last_io_step), (1, 2));
+        assert!(one.get(8).is_none());
+        // Split over two "ranks" and merged, in either order: the same.
+        let (mut a, mut b) = (AnomalyMetrics::default(), AnomalyMetrics::default());
+        a.add(&calls[2]);
+        b.add(&calls[0]);
+        b.add(&calls[1]);
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        assert_eq!(text(&ab), text(&one));
+        assert_eq!(text(&ba), text(&one));
+        // Merging nothing new keeps the list as it is.
+        let before = text(&ab);
+        ab.merge(&AnomalyMetrics::default());
+        assert_eq!(text(&ab), before);
+        assert!(AnomalyMetrics::default().is_empty());
     }
 }

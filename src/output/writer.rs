@@ -499,13 +499,18 @@ impl ProvenanceWriter {
                 })
             })
             .collect();
-        let mut mine = self.finalized.clone();
+        // Run once (at the end): the finalized metrics are taken, and the
+        // totals they replace are let go before the reduction builds the
+        // new ones — at 10⁵ functions with anomalies each is tens of MB.
+        let mut mine = std::mem::take(&mut self.finalized);
         mine.add(&held);
+        drop(held);
+        let mut changed = std::mem::take(&mut self.anomaly_totals).functions();
+        self.anomalies_new = AnomalyMetrics::default();
         let agreed = mine.reduce(coll, nf);
-        let mut changed = self.anomaly_totals.functions();
+        drop(mine);
         changed.extend(agreed.functions());
         self.anomaly_totals = agreed;
-        self.anomalies_new = AnomalyMetrics::default();
         changed
     }
 
