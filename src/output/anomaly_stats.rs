@@ -179,9 +179,9 @@ impl AnomalyMetrics {
         self.merge_sorted(batch);
     }
 
-    /// Adds everything of `o`.
-    pub fn merge(&mut self, o: &AnomalyMetrics) {
-        self.merge_sorted(o.by_function.clone());
+    /// Adds everything of `o` (taken: its entries move here, no copy).
+    pub fn merge(&mut self, o: AnomalyMetrics) {
+        self.merge_sorted(o.by_function);
     }
 
     /// Adds the metrics of `more` (sorted by function, each once): the
@@ -345,14 +345,14 @@ mod tests {
         b.add(&calls[0]);
         b.add(&calls[1]);
         let mut ab = a.clone();
-        ab.merge(&b);
-        let mut ba = b.clone();
-        ba.merge(&a);
+        ab.merge(b.clone());
+        let mut ba = b;
+        ba.merge(a);
         assert_eq!(text(&ab), text(&one));
         assert_eq!(text(&ba), text(&one));
         // Merging nothing new keeps the list as it is.
         let before = text(&ab);
-        ab.merge(&AnomalyMetrics::default());
+        ab.merge(AnomalyMetrics::default());
         assert_eq!(text(&ab), before);
         assert!(AnomalyMetrics::default().is_empty());
     }

@@ -536,8 +536,9 @@ impl ProvenanceWriter {
             Some(final_labels) => self.final_anomaly_metrics(coll, detector, nf, final_labels),
             None => {
                 let agreed = std::mem::take(&mut self.anomalies_new).reduce(coll, nf);
-                self.anomaly_totals.merge(&agreed);
-                agreed.functions()
+                let changed = agreed.functions();
+                self.anomaly_totals.merge(agreed);
+                changed
             }
         };
         let old = (self.functions_written as usize).min(nf);
