@@ -133,25 +133,40 @@ pub struct CopodModel {
 /// logarithms. A cache, not part of the model: it starts empty with every
 /// new model, returns exactly what [`CopodModel::score`] computes, and is
 /// ignored by comparisons.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct ScoreMemo {
-    slots: [std::cell::Cell<Option<(u64, f64)>>; MEMO_SLOTS],
+    /// `(runtime, score)`; an empty slot holds [`EMPTY_SLOT`] as runtime
+    /// (16 bytes a slot, where an `Option` would take 24).
+    slots: [std::cell::Cell<(u64, f64)>; MEMO_SLOTS],
 }
 
 /// Slots of [`ScoreMemo`] (direct-mapped by the runtime's low bits).
 const MEMO_SLOTS: usize = 8;
+/// The runtime of an empty memo slot; that runtime is never memoised, only
+/// computed.
+const EMPTY_SLOT: u64 = u64::MAX;
+
+impl Default for ScoreMemo {
+    fn default() -> Self {
+        ScoreMemo {
+            slots: std::array::from_fn(|_| std::cell::Cell::new((EMPTY_SLOT, 0.0))),
+        }
+    }
+}
 
 impl ScoreMemo {
     fn get_or(&self, value: u64, compute: impl FnOnce() -> f64) -> f64 {
-        let slot = &self.slots[value as usize % MEMO_SLOTS];
-        match slot.get() {
-            Some((v, score)) if v == value => score,
-            _ => {
-                let score = compute();
-                slot.set(Some((value, score)));
-                score
-            }
+        if value == EMPTY_SLOT {
+            return compute();
         }
+        let slot = &self.slots[value as usize % MEMO_SLOTS];
+        let (v, score) = slot.get();
+        if v == value {
+            return score;
+        }
+        let score = compute();
+        slot.set((value, score));
+        score
     }
 }
 
@@ -436,15 +451,17 @@ mod tests {
     fn memoised_scores_are_the_computed_ones() {
         let m = example();
         let k = CopodKernel::default();
-        // 95, 103 and 111 share a memo slot; every value is judged thrice.
+        // 95, 103 and 111 share a memo slot, and so do 7 and the runtime
+        // that marks an empty slot; every value is judged thrice.
         for _ in 0..3 {
-            for x in [95u64, 103, 111, 95, 101, 250, 650, 700, 705, 250] {
+            for x in [95u64, 103, 111, 95, 101, 250, 650, 700, 705, 250, 7, u64::MAX, 7] {
                 let (got, want) = (k.judge(&m, x), m.judge(x as f64));
                 assert_eq!(got.score.to_bits(), want.score.to_bits(), "x={x}");
                 assert_eq!(got.label, want.label, "x={x}");
             }
         }
         assert_eq!(m, example(), "the memo is not part of the model");
+        assert_eq!(std::mem::size_of::<ScoreMemo>(), 16 * MEMO_SLOTS);
     }
 
     #[test]
