@@ -454,7 +454,21 @@ mod tests {
         // 95, 103 and 111 share a memo slot, and so do 7 and the runtime
         // that marks an empty slot; every value is judged thrice.
         for _ in 0..3 {
-            for x in [95u64, 103, 111, 95, 101, 250, 650, 700, 705, 250, 7, u64::MAX, 7] {
+            for x in [
+                95u64,
+                103,
+                111,
+                95,
+                101,
+                250,
+                650,
+                700,
+                705,
+                250,
+                7,
+                u64::MAX,
+                7,
+            ] {
                 let (got, want) = (k.judge(&m, x), m.judge(x as f64));
                 assert_eq!(got.score.to_bits(), want.score.to_bits(), "x={x}");
                 assert_eq!(got.label, want.label, "x={x}");
