@@ -259,6 +259,30 @@ impl ProvenanceFile {
         at: &[u64],
         rows: &[T],
     ) -> anyhow::Result<()> {
+        self.write_spans(name, at, rows, super::spans::MAX_GAP_BYTES)
+    }
+
+    /// [`ProvenanceFile::write_rows_at`] that writes the listed rows and no
+    /// other: adjacent ones as one block, and nothing read back, for rows
+    /// between which other ranks write theirs at the same time.
+    pub fn write_rows_exactly_at<T: H5Type + Clone>(
+        &self,
+        name: &str,
+        at: &[u64],
+        rows: &[T],
+    ) -> anyhow::Result<()> {
+        self.write_spans(name, at, rows, 0)
+    }
+
+    /// The rows of [`ProvenanceFile::write_rows_at`], in spans with at most
+    /// `max_gap_bytes` of unlisted rows between listed ones.
+    fn write_spans<T: H5Type + Clone>(
+        &self,
+        name: &str,
+        at: &[u64],
+        rows: &[T],
+        max_gap_bytes: u64,
+    ) -> anyhow::Result<()> {
         if at.len() != rows.len() {
             bail!("{} rows for {} places in {name}", rows.len(), at.len());
         }
@@ -269,7 +293,8 @@ impl ProvenanceFile {
             .tables
             .get(name)
             .with_context(|| format!("table {name} was never created"))?;
-        let (order, spans) = super::spans::plan(at, std::mem::size_of::<T>());
+        let (order, spans) =
+            super::spans::plan_with_gap(at, std::mem::size_of::<T>(), max_gap_bytes);
         let ty = null_terminated_type::<T>()?;
         let mut block: Vec<T> = Vec::new();
         for s in spans {

@@ -1,8 +1,9 @@
 //! Scattered rows grouped into spans of a table: how the provenance writer
 //! rewrites the rows of the functions that changed since its last flush.
 //!
-//! Rank 0 rewrites those rows alone, and HDF5 turns a point selection into
-//! one file write per point (parallel HDF5 does no sieving): thousands of
+//! Each AD rank rewrites its share of those rows (a contiguous part of
+//! them in row order), and HDF5 turns a point selection into one file
+//! write per point (parallel HDF5 does no sieving): thousands of
 //! system calls per flush at 10^4 changed functions. Rows that lie close
 //! together are instead written as one block: the rows between them are
 //! read back and written unchanged, which costs less than a write call
@@ -47,8 +48,15 @@ impl Span {
 /// (nor fewer than one row). Rows listed twice are an error of the
 /// caller's; the later one wins, as it would in a point selection.
 pub fn plan(at: &[u64], row_bytes: usize) -> (Vec<usize>, Vec<Span>) {
+    plan_with_gap(at, row_bytes, MAX_GAP_BYTES)
+}
+
+/// [`plan`] with at most `max_gap_bytes` of unlisted rows between two
+/// listed rows of a span; 0: spans of adjacent listed rows only, nothing
+/// to read back (for rows among which other ranks write theirs).
+pub fn plan_with_gap(at: &[u64], row_bytes: usize, max_gap_bytes: u64) -> (Vec<usize>, Vec<Span>) {
     let row_bytes = row_bytes.max(1) as u64;
-    let max_gap = MAX_GAP_BYTES / row_bytes;
+    let max_gap = max_gap_bytes / row_bytes;
     let max_rows = (MAX_SPAN_BYTES / row_bytes).max(1);
     let mut order: Vec<usize> = (0..at.len()).collect();
     if !at.windows(2).all(|w| w[0] < w[1]) {
@@ -112,6 +120,11 @@ mod tests {
         assert_eq!(plan(&[0, 500], 16).1.len(), 1);
         assert_eq!(plan(&[0, 1], 2 << 20).1.len(), 2);
         assert!(plan(&[], 8).1.is_empty());
+        // Without gaps: only adjacent rows share a span, every span dense.
+        let (_, spans) = plan_with_gap(&[3, 4, 6, 7, 8, 20], 8, 0);
+        let got: Vec<(u64, u64)> = spans.iter().map(|s| (s.first, s.len)).collect();
+        assert_eq!(got, vec![(3, 2), (6, 3), (20, 1)]);
+        assert!(spans.iter().all(Span::is_dense));
         // A row listed twice never makes a span look complete.
         let (_, spans) = plan(&[5, 5, 7], 4096);
         assert_eq!(

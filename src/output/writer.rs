@@ -94,8 +94,8 @@ pub struct ProvenanceWriter {
     /// Rows of `functions`, `func_stats` and `ad_model` so far (one per
     /// global function; every rank).
     functions_written: u64,
-    /// Rank 0: where each function's histogram lives in `ad_model_hist`
-    /// (start, capacity). A changed histogram is rewritten in place when it
+    /// Where each function's histogram lives in `ad_model_hist` (start,
+    /// capacity; the same on every rank). A changed histogram is rewritten in place when it
     /// fits, so the table grows with the histograms' sizes, not with the
     /// number of writes.
     hist_slots: Vec<(u64, u32)>,
@@ -555,14 +555,12 @@ impl ProvenanceWriter {
         stats_rows_at.extend(anomaly_changed.iter().filter(|&&f| (f as usize) < old));
         stats_rows_at.sort_unstable();
         stats_rows_at.dedup();
-        // Rank 0 builds the rows (the same on every rank); the histograms'
-        // new room is agreed so that every rank grows the table alike.
-        let rank0 = coll.rank() == 0;
-        let mut hist_plan = HistPlan::default();
-        if rank0 {
-            let hist_len = self.file.len("ad_model_hist");
-            hist_plan = self.plan_hist(&model_rows_at, detector, hist_len);
-        }
+        // Every rank plans the histograms' rooms alike (the same models and
+        // table lengths everywhere); the growth is agreed all the same, so
+        // that a difference could never leave ranks growing the table apart.
+        let (rank, size) = (coll.rank(), coll.size());
+        let hist_len = self.file.len("ad_model_hist");
+        let hist_plan = self.plan_hist(&model_rows_at, detector, hist_len);
         let hist_grow = coll.allreduce_max(&[hist_plan.grow])[0];
         let totals = profiles.totals();
         let counter_stats: Vec<CounterStatsRow> = totals
@@ -607,11 +605,25 @@ impl ProvenanceWriter {
         self.agreed(coll, r)?;
         self.functions_written = nf as u64;
         let f = &self.file;
-        let r = if rank0 {
-            // In chunks, so that 10^5 new functions never mean 10^5 rows of
-            // a kilobyte in memory at once.
-            let new: Vec<u32> = new_functions.collect();
-            let functions = new.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+        // The rows are the same on every rank, and each rank builds and
+        // writes its share: the `part` of each sorted list of rows, so that
+        // the ranks' rows never interleave and a block one rank reads back
+        // and rewrites (the unchanged rows between its own) holds no row
+        // another rank writes. The work of a flush is spread over the ranks
+        // instead of falling on rank 0 alone.
+        let part = |len: usize| rank * len / size..(rank + 1) * len / size;
+        let new: Vec<u32> = new_functions.collect();
+        let new = &new[part(new.len())];
+        let stats_rows_at = &stats_rows_at[part(stats_rows_at.len())];
+        let mine = part(model_rows_at.len());
+        let places: Vec<_> = model_rows_at[mine.clone()]
+            .iter()
+            .zip(&hist_plan.places[mine])
+            .collect();
+        // In chunks, so that 10^5 new functions never mean 10^5 rows of a
+        // kilobyte in memory at once.
+        let functions = || {
+            new.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
                 let rows: Vec<FunctionRow> = chunk
                     .iter()
                     .map(|&f| FunctionRow {
@@ -621,38 +633,48 @@ impl ProvenanceWriter {
                     })
                     .collect();
                 f.write_rows("functions", chunk[0] as u64, &rows)
-            });
-            let func_stats = || {
-                stats_rows_at.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
-                    let rows: Vec<FuncStatsRow> = chunk
-                        .iter()
-                        .map(|&f| {
-                            let none = Profile::default();
-                            let p = totals.functions.get(f as usize).unwrap_or(&none);
-                            func_stats_row(f, p, self.anomaly_totals.get(f), names)
-                        })
-                        .collect();
-                    let at: Vec<u64> = chunk.iter().map(|&f| f as u64).collect();
-                    f.write_rows_at("func_stats", &at, &rows)
-                })
-            };
-            let models = || {
-                let places = model_rows_at.iter().zip(&hist_plan.places);
-                let places: Vec<_> = places.collect();
-                places.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
-                    let m = model_rows(chunk, detector, names);
-                    let at: Vec<u64> = chunk.iter().map(|(&f, _)| f as u64).collect();
-                    f.write_rows_at("ad_model", &at, &m.rows)
-                        .and_then(|_| f.write_rows_at("ad_model_hist", &m.hist_at, &m.hist))
-                })
-            };
-            functions
+            })
+        };
+        let func_stats = || {
+            stats_rows_at.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+                let rows: Vec<FuncStatsRow> = chunk
+                    .iter()
+                    .map(|&f| {
+                        let none = Profile::default();
+                        let p = totals.functions.get(f as usize).unwrap_or(&none);
+                        func_stats_row(f, p, self.anomaly_totals.get(f), names)
+                    })
+                    .collect();
+                let at: Vec<u64> = chunk.iter().map(|&f| f as u64).collect();
+                f.write_rows_at("func_stats", &at, &rows)
+            })
+        };
+        let models = || {
+            places.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+                let m = model_rows(chunk, detector, names);
+                let at: Vec<u64> = chunk.iter().map(|(&f, _)| f as u64).collect();
+                // The rooms of the histograms do not follow the functions'
+                // order: only this rank's rooms are written, never the rows
+                // between them (another rank's rooms, perhaps).
+                f.write_rows_at("ad_model", &at, &m.rows)
+                    .and_then(|_| f.write_rows_exactly_at("ad_model_hist", &m.hist_at, &m.hist))
+            })
+        };
+        let small_tables = || {
+            if rank == 0 {
+                f.write_rows("counters", 0, &counters)
+                    .and_then(|_| f.write_rows("counter_stats", 0, &counter_stats))
+            } else {
+                Ok(())
+            }
+        };
+        let r = if self.broken {
+            Ok(())
+        } else {
+            functions()
                 .and_then(|_| func_stats())
                 .and_then(|_| models())
-                .and_then(|_| f.write_rows("counters", 0, &counters))
-                .and_then(|_| f.write_rows("counter_stats", 0, &counter_stats))
-        } else {
-            Ok(())
+                .and_then(|_| small_tables())
         };
         drop(totals);
         // Each rank writes its own streams' rows.
@@ -660,7 +682,7 @@ impl ProvenanceWriter {
         self.agreed(coll, r)
     }
 
-    /// Rank 0: where the histograms of the models of functions `at` go in
+    /// Where the histograms of the models of functions `at` go in
     /// `ad_model_hist` (of `hist_len` rows): in the function's slot when
     /// they fit, else in new room at the end (twice the size needed,
     /// zero-padded, so that a growing histogram moves rarely).
