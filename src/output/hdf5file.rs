@@ -293,8 +293,7 @@ impl ProvenanceFile {
             .tables
             .get(name)
             .with_context(|| format!("table {name} was never created"))?;
-        let (order, spans) =
-            super::spans::plan_with_gap(at, std::mem::size_of::<T>(), max_gap_bytes);
+        let (order, spans) = super::spans::plan(at, std::mem::size_of::<T>(), max_gap_bytes);
         let ty = null_terminated_type::<T>()?;
         let mut block: Vec<T> = Vec::new();
         for s in spans {

@@ -43,18 +43,14 @@ impl Span {
 
 /// The order of `at` by row (positions into `at`) and the spans that cover
 /// its rows of `row_bytes` each: a span starts at a listed row and ends at
-/// one, listed rows with more than [`MAX_GAP_BYTES`] of rows between them
-/// are in different spans, and no span holds more than [`MAX_SPAN_BYTES`]
-/// (nor fewer than one row). Rows listed twice are an error of the
-/// caller's; the later one wins, as it would in a point selection.
-pub fn plan(at: &[u64], row_bytes: usize) -> (Vec<usize>, Vec<Span>) {
-    plan_with_gap(at, row_bytes, MAX_GAP_BYTES)
-}
-
-/// [`plan`] with at most `max_gap_bytes` of unlisted rows between two
-/// listed rows of a span; 0: spans of adjacent listed rows only, nothing
-/// to read back (for rows among which other ranks write theirs).
-pub fn plan_with_gap(at: &[u64], row_bytes: usize, max_gap_bytes: u64) -> (Vec<usize>, Vec<Span>) {
+/// one, listed rows with more than `max_gap_bytes` of rows between them
+/// are in different spans ([`MAX_GAP_BYTES`] where rows may be read back
+/// and rewritten; 0: spans of adjacent listed rows only, nothing to read
+/// back, for rows among which other ranks write theirs), and no span holds
+/// more than [`MAX_SPAN_BYTES`] (nor fewer than one row). Rows listed twice
+/// are an error of the caller's; the later one wins, as it would in a point
+/// selection.
+pub fn plan(at: &[u64], row_bytes: usize, max_gap_bytes: u64) -> (Vec<usize>, Vec<Span>) {
     let row_bytes = row_bytes.max(1) as u64;
     let max_gap = max_gap_bytes / row_bytes;
     let max_rows = (MAX_SPAN_BYTES / row_bytes).max(1);
@@ -93,7 +89,7 @@ mod tests {
     fn close_rows_share_a_span_and_far_ones_do_not() {
         // Rows of 4 KiB: at most 8 unchanged rows inside a span.
         let at = [3, 4, 5, 20, 22, 31, 40];
-        let (order, spans) = plan(&at, 4096);
+        let (order, spans) = plan(&at, 4096, MAX_GAP_BYTES);
         assert_eq!(order, (0..7).collect::<Vec<_>>());
         let got: Vec<(u64, u64, bool)> = spans
             .iter()
@@ -107,26 +103,26 @@ mod tests {
     #[test]
     fn unsorted_rows_are_planned_in_row_order_and_spans_are_bounded() {
         let at = [50, 10, 11, 9];
-        let (order, spans) = plan(&at, 4096);
+        let (order, spans) = plan(&at, 4096, MAX_GAP_BYTES);
         assert_eq!(order, vec![3, 1, 2, 0]);
         assert_eq!(spans.len(), 2);
         assert_eq!((spans[0].first, spans[0].len), (9, 3));
         assert_eq!((spans[1].first, spans[1].len, spans[1].from), (50, 1, 3));
         let every: Vec<u64> = (0..3 * 1024).collect();
-        let (_, spans) = plan(&every, 1024);
+        let (_, spans) = plan(&every, 1024, MAX_GAP_BYTES);
         assert_eq!(spans.len(), 3);
         assert!(spans.iter().all(|s| s.len == 1024 && s.is_dense()));
         // Small rows: longer gaps; rows larger than a span: one each.
-        assert_eq!(plan(&[0, 500], 16).1.len(), 1);
-        assert_eq!(plan(&[0, 1], 2 << 20).1.len(), 2);
-        assert!(plan(&[], 8).1.is_empty());
+        assert_eq!(plan(&[0, 500], 16, MAX_GAP_BYTES).1.len(), 1);
+        assert_eq!(plan(&[0, 1], 2 << 20, MAX_GAP_BYTES).1.len(), 2);
+        assert!(plan(&[], 8, MAX_GAP_BYTES).1.is_empty());
         // Without gaps: only adjacent rows share a span, every span dense.
-        let (_, spans) = plan_with_gap(&[3, 4, 6, 7, 8, 20], 8, 0);
+        let (_, spans) = plan(&[3, 4, 6, 7, 8, 20], 8, 0);
         let got: Vec<(u64, u64)> = spans.iter().map(|s| (s.first, s.len)).collect();
         assert_eq!(got, vec![(3, 2), (6, 3), (20, 1)]);
         assert!(spans.iter().all(Span::is_dense));
         // A row listed twice never makes a span look complete.
-        let (_, spans) = plan(&[5, 5, 7], 4096);
+        let (_, spans) = plan(&[5, 5, 7], 4096, MAX_GAP_BYTES);
         assert_eq!(
             (spans[0].len, spans[0].listed, spans[0].is_dense()),
             (3, 2, false)

@@ -95,9 +95,9 @@ pub struct ProvenanceWriter {
     /// global function; every rank).
     functions_written: u64,
     /// Where each function's histogram lives in `ad_model_hist` (start,
-    /// capacity; the same on every rank). A changed histogram is rewritten in place when it
-    /// fits, so the table grows with the histograms' sizes, not with the
-    /// number of writes.
+    /// capacity; the same on every rank). A changed histogram is rewritten
+    /// in place when it fits, so the table grows with the histograms'
+    /// sizes, not with the number of writes.
     hist_slots: Vec<(u64, u32)>,
     use_inclusive: bool,
     /// Records already in `collections` before this step's snapshots.
