@@ -73,6 +73,7 @@ pub mod dump;
 pub mod events;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod incidents;
 pub mod model;
 pub mod output;
 pub mod report;

@@ -149,6 +149,16 @@ pub struct RunArgs {
     /// they are final as labelled in situ.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_stored_anomalies: usize,
+    /// Incidents (a root delay with the waits and calls it slowed) that
+    /// cost less than this share of the run's total rank time are counted,
+    /// not listed (docs/incidents.md).
+    #[arg(long, default_value_t = chimbuko_mpi::incidents::DEFAULT_FLOOR, value_name = "SHARE")]
+    pub incident_floor: f64,
+    /// Timestamps of different ranks may disagree by this much (µs) when
+    /// waits are linked to the delays that caused them (clocks of
+    /// different nodes).
+    #[arg(long, default_value_t = chimbuko_mpi::incidents::tau::links::DEFAULT_TOLERANCE_US, value_name = "US")]
+    pub incident_clock_tolerance_us: u64,
     /// Less output (no per-step progress, no reader warnings).
     #[arg(long)]
     pub quiet: bool,
@@ -277,6 +287,8 @@ impl RunArgs {
             final_relabel: self.final_relabel && !self.no_final_relabel,
             allow_failed_streams: self.allow_failed_streams,
             max_stored_anomalies: self.max_stored_anomalies,
+            incident_floor: self.incident_floor,
+            incident_tolerance_us: self.incident_clock_tolerance_us,
             out: self.out,
             no_provenance: self.no_provenance,
             overwrite: self.overwrite,

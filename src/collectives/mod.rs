@@ -245,6 +245,15 @@ impl Collectives {
         self.allgather_on(&self.world, mine)
     }
 
+    /// Every rank's words, in rank order (an allgather of variable
+    /// length, as bytes).
+    pub fn allgather_words(&self, mine: &[u64]) -> Vec<Vec<u64>> {
+        self.allgather_bytes(&to_bytes(mine))
+            .iter()
+            .map(|b| to_words(b))
+            .collect()
+    }
+
     /// [`Collectives::allgather_bytes`] over communicator `comm`.
     fn allgather_on(&self, comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
         let n = comm.size() as usize;

@@ -48,6 +48,11 @@ pub trait Kernel: Send {
     fn is_slow(&self, _model: &Self::Model, value: u64, mean: f64) -> bool {
         value as f64 > mean
     }
+    /// The runtime the model expects of an execution that took `value`
+    /// (see [`Detector::expected`]): the histogram's median by default.
+    fn expected(&self, _model: &Self::Model, hist: &FineHist, _value: u64) -> f64 {
+        hist.median()
+    }
     /// Detector-specific JSON fields of a function's model.
     fn json(&self, model: &Self::Model) -> serde_json::Value;
     /// Fills the detector-specific fields of a snapshot.
@@ -253,6 +258,15 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             }
         }
         v
+    }
+
+    fn expected(&self, function: u32, value: u64) -> f64 {
+        let f = function as usize;
+        match (self.models.get(f), self.fine.global.get(f)) {
+            (Some(m), Some(h)) => self.kernel.expected(m, h, value),
+            (None, Some(h)) => h.median(),
+            _ => 0.0,
+        }
     }
 
     fn is_slow(&self, function: u32, value: u64) -> bool {

@@ -372,6 +372,14 @@ pub trait Detector: Send {
     fn is_slow(&self, function: u32, value: u64) -> bool {
         value as f64 > self.model_snapshot(function).mean
     }
+    /// The runtime the model of `function` expects of an execution that
+    /// took `value` (µs): what a slow execution is compared with to know
+    /// the time it lost. Its mean by default; the detectors that know the
+    /// shape of the distribution say better (`modal`: the median of the
+    /// nearest normal mode below `value`; HBOS and COPOD: the median).
+    fn expected(&self, function: u32, _value: u64) -> f64 {
+        self.model_snapshot(function).mean
+    }
     /// The model parameters of `function`, for provenance and reports.
     fn model_json(&self, function: u32) -> serde_json::Value;
     /// The parameters `label` uses for `function` right now, in a fixed

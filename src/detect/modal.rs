@@ -462,6 +462,22 @@ impl Kernel for ModalKernel {
         m.normal.shrink_to_fit();
     }
 
+    fn expected(&self, m: &ModalModel, hist: &FineHist, value: u64) -> f64 {
+        // The code path it took: the slowest normal mode at or below it
+        // (a call between two paths took longer than the faster one).
+        let u = (value as f64).ln_1p();
+        let below = m.normal.iter().map(|mode| mode.centre).filter(|c| *c <= u);
+        match below.max_by(f64::total_cmp).or_else(|| {
+            m.normal
+                .iter()
+                .map(|mode| mode.centre)
+                .min_by(f64::total_cmp)
+        }) {
+            Some(c) => c.exp_m1(),
+            None => hist.median(),
+        }
+    }
+
     fn is_slow(&self, m: &ModalModel, value: u64, mean: f64) -> bool {
         // Fast means faster than every normal code path: below the median
         // of the fastest normal mode. A runtime between two paths took

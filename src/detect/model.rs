@@ -413,6 +413,15 @@ impl Detector for ModelDetector {
         }
     }
 
+    fn expected(&self, function: u32, value: u64) -> f64 {
+        if self.modelled(function) {
+            // A ratio to the prediction: the model expects 1.
+            1e6
+        } else {
+            self.fallback.expected(function, value)
+        }
+    }
+
     fn is_slow(&self, function: u32, value: u64) -> bool {
         if self.modelled(function) {
             self.residual.is_slow(function, value)

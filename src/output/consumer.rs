@@ -91,6 +91,11 @@ pub struct RunContext<'a> {
     pub profiles: &'a RunProfiles,
     /// This rank's streams, for the `streams` table.
     pub streams: &'a dyn StreamStates,
+    /// Incident occurrences found in the last step (every rank).
+    pub incidents_in_step: u64,
+    /// The run's incidents, ranked, once the run has ended (`finish`,
+    /// `report`); `None` before.
+    pub incidents: Option<&'a crate::incidents::IncidentList>,
 }
 
 /// Where this rank's streams stand, as rows of the `streams` table.

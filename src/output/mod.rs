@@ -24,6 +24,7 @@ pub mod columns;
 pub mod consumer;
 pub mod export_csv;
 pub mod hdf5file;
+pub mod incidents;
 pub mod inspect;
 pub mod labels_csv;
 pub mod provenance;
@@ -50,8 +51,11 @@ use records::{LABEL_ANOMALY, LABEL_NORMAL, LABEL_UNLABELED};
 /// new tables `run_tags`, `model_samples`, `model_sample_counters`,
 /// `model_detector`, `model_detector_json`. 4: null-terminated strings,
 /// column description attributes, `func` in `call_stack` and
-/// `exec_window`, event ids `pid:rank:step:idx`.
-pub const SCHEMA_VERSION: u64 = 4;
+/// `exec_window`, event ids `pid:rank:step:idx`. 5: `ad_perf` has `link`;
+/// new tables `incidents`, `incident_evidence`, `incident_members` and
+/// root attributes `incident_floor`, `incidents_below_floor`,
+/// `incidents_below_floor_cost_s`, `total_rank_s`.
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// The two record collections, as group names in the file.
 pub const COLLECTIONS: [&str; 2] = ["anomalies", "normal_execs"];

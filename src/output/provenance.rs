@@ -186,6 +186,14 @@ impl ProvenanceOutput {
                 .and_then(|_| w.write_global_table(ctx.coll, "model_detector", &rows))
                 .and_then(|_| w.write_global_table(ctx.coll, "model_detector_json", &text));
         }
+        if let Some(list) = ctx.incidents {
+            let (rows, evidence, members) = super::incidents::incident_rows(list);
+            samples_written = samples_written
+                .and_then(|_| w.write_global_table(ctx.coll, "incidents", &rows))
+                .and_then(|_| w.write_global_table(ctx.coll, "incident_evidence", &evidence))
+                .and_then(|_| w.write_global_table(ctx.coll, "incident_members", &members));
+            attrs.extend(super::incidents::floor_attrs(list).map(|(k, v)| (k, FileAttr::F64(v))));
+        }
         if let Some(sampler) = self.samples.take() {
             let (rows, counters) = sampler.merge(ctx.coll, ctx.names);
             samples_written = samples_written

@@ -59,6 +59,9 @@ pub struct Provenance {
     pub streams: Vec<StreamRow>,
     /// The `ad_perf` table.
     pub ad_perf: Vec<PerfRow>,
+    /// The incidents (tables `incidents`, `incident_evidence`,
+    /// `incident_members`; empty in files written before schema 5).
+    pub incidents: crate::incidents::IncidentList,
 }
 
 /// The root attributes as text (those that are not text or numbers are
@@ -82,7 +85,7 @@ pub(super) fn root_attrs(f: &hdf5::File) -> BTreeMap<String, String> {
 }
 
 /// Every row of table `name` (a missing table reads as empty).
-pub(super) fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
+pub(crate) fn table<T: H5Type>(f: &hdf5::File, name: &str) -> anyhow::Result<Vec<T>> {
     if !f.link_exists(name) {
         return Ok(Vec::new());
     }
@@ -112,7 +115,6 @@ impl Provenance {
             });
         }
         Ok(Provenance {
-            attrs,
             collections,
             functions: table(&f, "functions")?,
             counters: table(&f, "counters")?,
@@ -126,6 +128,10 @@ impl Provenance {
             steps: table(&f, "steps")?,
             streams: table(&f, "streams")?,
             ad_perf: table(&f, "ad_perf")?,
+            incidents: super::incidents::read_incidents(&f, &|k| {
+                attrs.get(k).and_then(|v| v.parse().ok())
+            })?,
+            attrs,
         })
     }
 

@@ -877,6 +877,9 @@ described_row! {
         /// Seconds labelling every execution.
         #[unit = "s"]
         pub label: f64,
+        /// Seconds linking the step's anomalies of every rank into incidents.
+        #[unit = "s"]
+        pub link: f64,
         /// Seconds collecting provenance records.
         #[unit = "s"]
         pub collect: f64,

@@ -89,7 +89,10 @@ impl LabelConsumer for RunReport {
         if ctx.coll.rank() != 0 {
             return Ok(());
         }
-        let text = summary_text(summary, &totals, ctx.names, ctx.detector, self.top);
+        let mut text = summary_text(summary, &totals, ctx.names, ctx.detector, self.top);
+        if let Some(list) = ctx.incidents {
+            text.push_str(&crate::incidents::text::list_text(list, self.top));
+        }
         if self.summary_to_stderr {
             // stdout carries the live statistics (`--stats-out -`) alone.
             eprint!("{text}");

@@ -268,13 +268,14 @@ fn cost(p: &Provenance) -> String {
         return String::new();
     }
     let stages = [
-        "read", "agree", "build", "reduce", "label", "collect", "write", "trim", "status",
+        "read", "agree", "build", "reduce", "label", "link", "collect", "write", "trim", "status",
     ];
     let mut per_step: BTreeMap<u64, f64> = BTreeMap::new();
-    let mut sums = [0.0f64; 9];
+    let mut sums = [0.0f64; 10];
     for r in &p.ad_perf {
         let v = [
-            r.read, r.agree, r.build, r.reduce, r.label, r.collect, r.write, r.trim, r.status,
+            r.read, r.agree, r.build, r.reduce, r.label, r.link, r.collect, r.write, r.trim,
+            r.status,
         ];
         let total: f64 = v.iter().sum();
         let e = per_step.entry(r.io_step).or_default();

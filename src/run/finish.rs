@@ -16,6 +16,32 @@ use crate::output::consumer::RunEnd;
 use crate::output::summary::{CollectiveBytes, RunSummary};
 
 impl Pipeline<'_> {
+    /// Decides the incidents' last nodes and ranks them against the run's
+    /// total rank time (the streams' spans, summed over every rank;
+    /// collective).
+    fn conclude_incidents(&mut self) {
+        let st = &mut self.state;
+        st.incidents.finish();
+        let mine: u64 = st
+            .streams
+            .iter()
+            .filter_map(|s| s.span)
+            .map(|(a, b)| b.saturating_sub(a))
+            .sum();
+        let total_us = st.coll.allreduce_sum(&[mine])[0];
+        let names = &st.names;
+        let (all, below) = st
+            .incidents
+            .incidents(total_us, &|f| names.functions.name(f).to_owned());
+        st.incident_list = Some(crate::incidents::IncidentList::rank(
+            all,
+            total_us as f64 / 1e6,
+            st.opts.incident_floor,
+            below.occurrences,
+            below.cost_us as f64 / 1e6,
+        ));
+    }
+
     /// Finishes the run after its last step.
     pub(super) fn finish(mut self) -> anyhow::Result<()> {
         let calls_in_steps = self.state.coll.calls_made() - self.state.calls_before;
@@ -38,6 +64,8 @@ impl Pipeline<'_> {
             let unfinished = s.calls.finish();
             self.state.issues.merge(&unfinished);
         }
+
+        self.conclude_incidents();
 
         let end = RunEnd {
             steps: self.state.steps_done,

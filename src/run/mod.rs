@@ -94,6 +94,7 @@ pub fn run(
         p.timed(Stage::Build, |p| p.build(&mut work));
         p.timed(Stage::Reduce, |p| p.reduce(&mut work));
         p.timed(Stage::Label, |p| p.label(&mut work));
+        p.timed(Stage::Link, |p| p.link(&work));
         p.timed(Stage::Collect, |p| p.collect(&work));
         p.timed(Stage::Write, |p| p.write(&work));
         p.timed(Stage::Trim, |p| p.trim(&work));

@@ -84,6 +84,12 @@ pub struct RunOptions {
     pub allow_failed_streams: bool,
     /// Anomalies kept per rank for that re-judgement.
     pub max_stored_anomalies: usize,
+    /// Incidents cheaper than this share of the run's total rank time are
+    /// counted, not listed.
+    pub incident_floor: f64,
+    /// Clocks of different ranks may disagree by this much (µs) when
+    /// anomalies are linked into incidents.
+    pub incident_tolerance_us: u64,
 
     // --- outputs ---
     /// Provenance file; `None` with `no_provenance` false: a default name.
@@ -159,6 +165,8 @@ impl Default for RunOptions {
             final_relabel: true,
             allow_failed_streams: false,
             max_stored_anomalies: 1_000_000,
+            incident_floor: crate::incidents::DEFAULT_FLOOR,
+            incident_tolerance_us: crate::incidents::tau::links::DEFAULT_TOLERANCE_US,
             out: None,
             no_provenance: false,
             overwrite: false,

@@ -90,6 +90,12 @@ pub(super) struct RunState<'a> {
     /// Functions in the steps' active sets (executed on some rank), summed
     /// over the steps.
     pub active_functions: u64,
+    /// The incidents as they form (the same on every rank).
+    pub incidents: crate::incidents::tau::Tracker,
+    /// By global function: what kind of call it is, for the linking.
+    pub call_classes: Vec<crate::incidents::tau::CallClass>,
+    /// The incidents of the run, ranked, once the run has ended.
+    pub incident_list: Option<crate::incidents::IncidentList>,
     /// The first error of this rank in the current step; every rank stops
     /// at the status exchange when any has one.
     pub failure: Option<String>,
@@ -108,6 +114,8 @@ impl RunState<'_> {
             detector: self.detector.as_ref(),
             profiles: &self.profiles,
             streams: &self.streams,
+            incidents_in_step: self.incidents.found_last_step(),
+            incidents: self.incident_list.as_ref(),
         }
     }
 
@@ -267,6 +275,15 @@ impl<'a> Pipeline<'a> {
                 anomalies: 0,
                 steps_done: 0,
                 active_functions: 0,
+                incidents: crate::incidents::tau::Tracker::new(
+                    crate::incidents::tau::LinkSettings {
+                        tolerance_us: opts.incident_tolerance_us,
+                        inclusive: opts.use_inclusive,
+                    },
+                    opts.incident_floor,
+                ),
+                call_classes: Vec::new(),
+                incident_list: None,
                 failure,
                 start,
                 provenance,

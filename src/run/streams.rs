@@ -91,6 +91,12 @@ pub struct OwnedStream {
     pub stopped_at: Option<u64>,
     /// Problems in the input so far, by kind (reader and call-stack replay).
     pub issues: BTreeMap<&'static str, u64>,
+    /// What the incident linking keeps of the stream (message ordinals,
+    /// usual bytes per function).
+    pub links: crate::incidents::tau::StreamLinks,
+    /// First and last timestamp read so far (µs): the rank time the
+    /// stream covers.
+    pub span: Option<(u64, u64)>,
 }
 
 impl OwnedStream {
@@ -118,6 +124,8 @@ impl OwnedStream {
             last_step: None,
             stopped_at: None,
             issues: BTreeMap::new(),
+            links: Default::default(),
+            span: None,
         }
     }
 

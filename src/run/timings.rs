@@ -21,6 +21,8 @@ pub enum Stage {
     Reduce,
     /// Every execution labelled against the global model.
     Label,
+    /// The step's anomalies of every rank linked into incidents.
+    Link,
     /// Outputs pick what they keep (provenance records, model snapshots).
     Collect,
     /// Outputs write (collectively).
@@ -33,12 +35,13 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in order.
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Read,
         Stage::Agree,
         Stage::Build,
         Stage::Reduce,
         Stage::Label,
+        Stage::Link,
         Stage::Collect,
         Stage::Write,
         Stage::Trim,
@@ -53,6 +56,7 @@ impl Stage {
             Stage::Build => "build",
             Stage::Reduce => "reduce",
             Stage::Label => "label",
+            Stage::Link => "link",
             Stage::Collect => "collect",
             Stage::Write => "write",
             Stage::Trim => "trim",
@@ -64,13 +68,13 @@ impl Stage {
 /// Time and collective bytes per stage on this rank.
 #[derive(Debug, Default, Clone)]
 pub struct Timings {
-    ns: [u64; 9],
+    ns: [u64; 10],
     /// The current step's share of `ns`.
-    step_ns: [u64; 9],
+    step_ns: [u64; 10],
     /// Bytes this rank contributed to collectives, per stage.
-    bytes: [u64; 9],
+    bytes: [u64; 10],
     /// Bytes collectives delivered to this rank, per stage.
-    received: [u64; 9],
+    received: [u64; 10],
 }
 
 impl Timings {
@@ -90,7 +94,7 @@ impl Timings {
     /// (reading it costs a `/proc` read, paid only when it is kept).
     pub fn take_step(&mut self, ad_rank: usize, step: u64) -> PerfRow {
         let s = self.step_ns.map(|ns| ns as f64 / 1e9);
-        self.step_ns = [0; 9];
+        self.step_ns = [0; 10];
         PerfRow {
             ad_rank: ad_rank as u32,
             io_step: step,
@@ -99,6 +103,7 @@ impl Timings {
             build: s[Stage::Build as usize],
             reduce: s[Stage::Reduce as usize],
             label: s[Stage::Label as usize],
+            link: s[Stage::Link as usize],
             collect: s[Stage::Collect as usize],
             write: s[Stage::Write as usize],
             trim: s[Stage::Trim as usize],

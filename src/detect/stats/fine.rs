@@ -241,6 +241,21 @@ impl FineHist {
         Ok(())
     }
 
+    /// The median runtime, to the resolution of the buckets (the middle
+    /// of the bucket holding it, clamped to the exact extremes; 0 when
+    /// empty).
+    pub fn median(&self) -> f64 {
+        let half = self.count().div_ceil(2);
+        let mut seen = 0;
+        for (lo, hi, c) in self.buckets() {
+            seen += c;
+            if seen >= half {
+                return (lo as f64 + hi as f64) * 0.5;
+            }
+        }
+        0.0
+    }
+
     /// Mean integer value of each non-empty bucket with its count (exact
     /// below 256 µs; within 0.4 % above).
     pub fn representatives(&self) -> impl Iterator<Item = (f64, u64)> + '_ {

@@ -22,6 +22,10 @@ impl Pipeline<'_> {
         let judge = |e: &_, p| judge(filter, detector.as_ref(), opts.use_inclusive, e, p);
         let late = held.judge_held(step, judge, &mut work.labels);
         self.outputs.late_labels(&late, names);
+        work.late_anomalies.extend(
+            late.iter()
+                .filter(|l| l.verdict.label == crate::detect::Label::Anomaly && !l.rejudged),
+        );
         for &i in &work.active {
             let s = &mut streams[i];
             s.verdicts.clear();

@@ -9,11 +9,13 @@
 //!    reduced into the global model;
 //! 5. [`label`](Pipeline::label) — every execution judged against it and
 //!    shown to the outputs;
-//! 6. [`collect`](Pipeline::collect) — the outputs pick what they keep;
-//! 7. [`write`](Pipeline::write) — the outputs write, collectively;
-//! 8. [`trim`](Pipeline::trim) — what no later step can need is dropped;
-//! 9. [`status`](Pipeline::status) — who still has data, who failed or was
-//!    signalled; progress.
+//! 6. [`link`](Pipeline::link) — the step's anomalies of every rank linked
+//!    to the delays that caused them (incidents);
+//! 7. [`collect`](Pipeline::collect) — the outputs pick what they keep;
+//! 8. [`write`](Pipeline::write) — the outputs write, collectively;
+//! 9. [`trim`](Pipeline::trim) — what no later step can need is dropped;
+//! 10. [`status`](Pipeline::status) — who still has data, who failed or was
+//!     signalled; progress.
 //!
 //! Nothing returns early before the status exchange: every rank must take
 //! part in every collective of the step, so errors go to
@@ -23,6 +25,7 @@ mod agree;
 mod build;
 mod collect;
 mod label;
+mod link;
 mod read;
 mod reduce;
 mod status;
@@ -47,6 +50,9 @@ pub(super) struct StepWork {
     pub active: Vec<usize>,
     /// Executions that got a label, and anomalies among them.
     pub labels: crate::run::held::LabelCounts,
+    /// Anomalies of earlier steps labelled in this one (held back for a
+    /// fuller model), for the incidents.
+    pub late_anomalies: Vec<crate::output::consumer::LateLabel>,
 }
 
 impl StepWork {

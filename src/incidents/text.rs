@@ -1,0 +1,108 @@
+//! Incidents as a terminal shows them: one headline per incident (cost,
+//! share, cause, root, window), its evidence, and what it caused.
+
+use std::fmt::Write;
+
+use super::model::{short, Incident, Role, Source};
+use super::ranking::IncidentList;
+
+/// The headline of the list and up to `top` incidents, a few lines each.
+pub fn list_text(list: &IncidentList, top: usize) -> String {
+    let mut out = String::new();
+    let n = list.incidents.len();
+    let unit = unit_of(list);
+    let _ = writeln!(
+        out,
+        "incidents: {n} listed, {} below the floor ({}% of {} {unit}; {} {unit} in all)",
+        list.below_floor,
+        short(100.0 * list.floor),
+        short(list.total_rank_s),
+        short(list.below_floor_cost_s),
+    );
+    if n == 0 {
+        let _ = writeln!(
+            out,
+            "  no problem cost the run {}% of its time or more",
+            short(100.0 * list.floor)
+        );
+    }
+    for i in list.incidents.iter().take(top) {
+        out.push_str(&incident_text(i, unit));
+    }
+    if n > top {
+        let _ = writeln!(out, "  ... and {} more", n - top);
+    }
+    out
+}
+
+fn unit_of(list: &IncidentList) -> &'static str {
+    match list.incidents.first().map(|i| i.source) {
+        Some(Source::Ross) => "PE-s",
+        _ => "rank-s",
+    }
+}
+
+/// One incident: its headline, evidence and members.
+pub fn incident_text(i: &Incident, unit: &str) -> String {
+    let mut out = String::new();
+    let when = match (i.window.t_from_us, i.window.gvt_from) {
+        (Some(_), _) if i.window.first_step == i.window.last_step => {
+            format!("step {}", i.window.first_step)
+        }
+        (Some(_), _) => format!("steps {}..{}", i.window.first_step, i.window.last_step),
+        (None, Some(g)) => format!(
+            "GVT {}..{} (real {}..{} s)",
+            short(g),
+            short(i.window.gvt_to.unwrap_or(g)),
+            short(i.window.real_from_s.unwrap_or(0.0)),
+            short(i.window.real_to_s.unwrap_or(0.0)),
+        ),
+        (None, None) => String::new(),
+    };
+    let times = if i.occurrences > 1 {
+        format!(", {} occurrences", i.occurrences)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  #{} {} {unit} ({}%): {} at {}, {when}{times}",
+        i.id,
+        short(i.cost_s),
+        short(100.0 * i.share),
+        i.cause.describe(),
+        i.root.label(),
+    );
+    if !i.evidence.is_empty() {
+        let ev: Vec<String> = i.evidence.iter().map(|e| e.text()).collect();
+        let _ = writeln!(out, "      evidence: {}", ev.join("; "));
+    }
+    let parts: Vec<String> = [
+        (Role::CoDelay, "co-delays"),
+        (Role::PropagatedWait, "propagated waits"),
+        (Role::EnclosingCall, "enclosing calls"),
+        (Role::Rollback, "rollbacks"),
+        (Role::OtherEffect, "other effects"),
+    ]
+    .iter()
+    .filter(|(r, _)| i.counts.get(*r) > 0)
+    .map(|(r, name)| format!("{} {name}", i.counts.get(*r)))
+    .collect();
+    let whom = if i.source == Source::Ross {
+        "PEs"
+    } else {
+        "ranks"
+    };
+    let involved: Vec<String> = i.involved.iter().map(u64::to_string).collect();
+    let _ = writeln!(
+        out,
+        "      caused: {}; {whom} involved: {}",
+        if parts.is_empty() {
+            "nothing else".to_owned()
+        } else {
+            parts.join(", ")
+        },
+        involved.join(", ")
+    );
+    out
+}
