@@ -39,6 +39,7 @@ pub mod stats;
 pub mod summary;
 pub mod totals;
 pub mod truth;
+pub mod truth_incidents;
 pub mod viz;
 pub mod writer;
 

@@ -103,7 +103,7 @@ impl LabelConsumer for RunReport {
             write_model(p, ctx.names, ctx.detector, &totals)?;
         }
         if let Some(p) = &self.summary_out {
-            write_summary(p, summary, &totals, ctx.names, ctx.detector)?;
+            write_summary(p, summary, ctx.incidents, &totals, ctx.names, ctx.detector)?;
         }
         Ok(())
     }

@@ -52,6 +52,9 @@ pub struct RunSummary {
     pub timings: Vec<(String, f64)>,
     /// Precision and recall against the injected anomalies (`--truth`).
     pub truth: Option<TruthCounts>,
+    /// The incidents against the ground truth of a coupled scenario
+    /// (`incidents-<binary>.csv` beside a `--truth` file).
+    pub incident_truth: Option<super::truth_incidents::IncidentScore>,
     /// The provenance file, if one was written.
     pub provenance: Option<String>,
     /// Bytes per step one AD rank contributes to each collective phase
@@ -132,6 +135,21 @@ pub fn summary_text(
         s.seconds,
         s.rows as f64 / s.seconds.max(1e-9) / 1e6
     );
+    if let Some(t) = &s.incident_truth {
+        let _ = writeln!(
+            text,
+            "incidents against ground truth: root recall {:.4} ({} of {}), root precision {:.4} ({} of {} occurrences); waits linked {}, in their root's incident {}, as roots {}",
+            t.root_recall,
+            t.roots_found,
+            t.roots,
+            t.root_precision,
+            t.occurrences_true,
+            t.occurrences,
+            t.waits_linked,
+            t.waits_right,
+            t.waits_as_roots
+        );
+    }
     if let Some(t) = &s.truth {
         let _ = writeln!(
             text,
@@ -216,11 +234,13 @@ fn function_json(
     })
 }
 
-/// Writes `head`'s members and then a `functions` array to `p`, one
-/// function at a time: with 10^5 functions the whole document as one JSON
-/// value would take hundreds of megabytes, streamed it takes one function.
+/// Writes `first` (a member written before the others, when given),
+/// `head`'s members and then a `functions` array to `p`, one function at a
+/// time: with 10^5 functions the whole document as one JSON value would
+/// take hundreds of megabytes, streamed it takes one function.
 fn write_with_functions(
     p: &Path,
+    first: Option<(&str, serde_json::Value)>,
     head: serde_json::Value,
     names: &GlobalNames,
     det: &dyn Detector,
@@ -230,6 +250,9 @@ fn write_with_functions(
     let write = || -> std::io::Result<()> {
         let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
         w.write_all(b"{\n")?;
+        if let Some((k, v)) = first {
+            writeln!(w, "  {}: {},", serde_json::Value::String(k.to_owned()), v)?;
+        }
         if let serde_json::Value::Object(members) = head {
             for (k, v) in members {
                 writeln!(w, "  {}: {},", serde_json::Value::String(k), v)?;
@@ -257,16 +280,19 @@ pub fn write_model(
         "algorithm": det.name(),
         "digest": format!("{:016x}", det.digest()),
     });
-    write_with_functions(p, head, names, det, totals)
+    write_with_functions(p, None, head, names, det, totals)
 }
 
-/// The run summary as JSON (for benchmarks and scripts).
+/// The run summary as JSON (for benchmarks and scripts), the incidents
+/// first.
 pub fn write_summary(
     p: &Path,
     s: &RunSummary,
+    incidents: Option<&crate::incidents::IncidentList>,
     totals: &FunctionTotals,
     names: &GlobalNames,
     det: &dyn Detector,
 ) -> anyhow::Result<()> {
-    write_with_functions(p, serde_json::to_value(s)?, names, det, totals)
+    let first = incidents.map(|l| ("incidents", l.to_json()));
+    write_with_functions(p, first, serde_json::to_value(s)?, names, det, totals)
 }

@@ -134,6 +134,17 @@ impl Pipeline<'_> {
             peak_rss_mb: peak_rss_kb as f64 / 1024.0,
             timings: stage_max,
             truth: None,
+            incident_truth: match (&st.incident_list, st.opts.truth.first()) {
+                (Some(list), Some(t)) => {
+                    match crate::output::truth_incidents::IncidentTruth::beside(t) {
+                        Some(p) => Some(
+                            crate::output::truth_incidents::IncidentTruth::load(&p)?.score(list),
+                        ),
+                        None => None,
+                    }
+                }
+                _ => None,
+            },
             provenance: st.provenance.as_ref().map(|p| p.display().to_string()),
             collective_bytes_per_step: CollectiveBytes::per_step(&traffic, st.steps_done),
             collective_bytes_received_per_step: CollectiveBytes::per_step(

@@ -8,9 +8,12 @@
 //! as TAU writes it, plus the ground truth `<out>/truth-<binary>.csv` listing
 //! every injected anomalous execution.
 //!
-//! [`ross`] (`synth ross`) writes synthetic ROSS instrumentation files
-//! instead, with their own scenario format and ground truth.
+//! A scenario with `kind = "coupled"` describes instead an application
+//! whose ranks wait for each other ([`coupled`]): the ground truth of
+//! incidents. [`ross`] (`synth ross`) writes synthetic ROSS
+//! instrumentation files, with their own scenario format and ground truth.
 
+pub mod coupled;
 pub mod family;
 pub mod generator;
 pub mod law;
@@ -270,6 +273,13 @@ fn run_mpi(a: &SynthOptions, mut sc: Scenario) -> anyhow::Result<()> {
 
 /// `chimbuko-mpi synth`: writes the streams and the ground truth.
 pub fn run(a: SynthOptions) -> anyhow::Result<()> {
+    if let Some(p) = &a.scenario {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("reading scenario {}", p.display()))?;
+        if coupled::CoupledScenario::is_coupled(&text) {
+            return coupled::run(&a, &text).with_context(|| format!("scenario {}", p.display()));
+        }
+    }
     let sc = load_scenario(&a)?;
     if a.mpi {
         return run_mpi(&a, sc);

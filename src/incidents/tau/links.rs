@@ -10,7 +10,8 @@
 //!    its evidence.
 //! 3. **Messages**: a wait that received (or sent) a message whose other
 //!    end is an anomalous execution is linked to it (the other end that
-//!    finished last, when several).
+//!    finished last, when several) — unless a partner's delay of rule 4
+//!    ended clearly later, which then held the wait.
 //! 4. **Release by a partner**: a point-to-point wait whose partners' end
 //!    of the message was not anomalous is linked to the partner's latest
 //!    anomalous execution that ended before the wait did, not long before:
@@ -180,9 +181,9 @@ impl<'a> WindowIndex<'a> {
     }
 
     /// The nodes at the other end of node `i`'s messages: the senders of
-    /// what it received, else the receivers of what it sent (a wait is
-    /// released by what it receives; a send waits on its receiver only
-    /// when it receives nothing).
+    /// what it received, or for a call that received nothing the receivers
+    /// of what it sent (a wait is released by what it receives; a blocking
+    /// send waits on its receiver).
     fn message_partners(&self, i: usize) -> Vec<usize> {
         let n = &self.nodes[i];
         let ends = |keys: Vec<&Vec<usize>>| -> Vec<usize> {
@@ -202,7 +203,7 @@ impl<'a> WindowIndex<'a> {
                 .filter_map(|m| self.senders.get(&n.recv_key(m)))
                 .collect(),
         );
-        if !senders.is_empty() {
+        if !n.recvs.is_empty() {
             return senders;
         }
         ends(
@@ -289,26 +290,41 @@ fn wait_cause(ix: &WindowIndex<'_>, i: usize, s: &LinkSettings) -> Decision {
     let n = &ix.nodes[i];
     // Rule 3: the other end of a message, the one that ended last.
     let ends = ix.message_partners(i);
-    if let Some(&to) = ends
+    let message = ends
         .iter()
-        .filter(|&&j| ix.nodes[j].entry <= n.exit + s.tolerance_us)
-        .max_by_key(|&&j| (ix.nodes[j].exit, std::cmp::Reverse(j)))
-    {
-        return Decision::Linked {
-            to,
-            link: Link::Message,
-            role: Role::PropagatedWait,
-        };
-    }
+        .copied()
+        .filter(|&j| ix.nodes[j].entry <= n.exit + s.tolerance_us)
+        .max_by_key(|&j| (ix.nodes[j].exit, std::cmp::Reverse(j)));
     // Rules 4 and 5: what released it, from a rank that was not waiting
     // with it.
     let group = ix.released_with(i, s);
-    if let Some(to) = releaser(ix, i, &group, s) {
-        return Decision::Linked {
-            to,
-            link: Link::Release,
-            role: Role::PropagatedWait,
-        };
+    let released = releaser(ix, i, &group, s);
+    // A matched message explains the wait unless a partner's delay ended
+    // clearly later: then that held it (a late receiver of its send, when
+    // its own message had arrived).
+    match (message, released) {
+        (Some(m), Some(r)) if ix.nodes[r].exit > ix.nodes[m].exit + s.tolerance_us => {
+            return Decision::Linked {
+                to: r,
+                link: Link::Release,
+                role: Role::PropagatedWait,
+            }
+        }
+        (Some(to), _) => {
+            return Decision::Linked {
+                to,
+                link: Link::Message,
+                role: Role::PropagatedWait,
+            }
+        }
+        (None, Some(to)) => {
+            return Decision::Linked {
+                to,
+                link: Link::Release,
+                role: Role::PropagatedWait,
+            }
+        }
+        (None, None) => {}
     }
     // Released together with others, none of them by anything traced
     // outside the group: to one that was (then all share its cause), or
