@@ -54,7 +54,10 @@ fn assert_found(name: &str, s: &IncidentScore) {
     assert!(s.roots > 0, "{name}: no injected root in the truth");
     assert!(s.root_recall >= 0.95, "{name}: root recall {s:?}");
     assert!(s.root_precision >= 0.9, "{name}: root precision {s:?}");
-    assert_eq!(s.waits_as_roots, 0, "{name}: a propagated wait is a root: {s:?}");
+    assert_eq!(
+        s.waits_as_roots, 0,
+        "{name}: a propagated wait is a root: {s:?}"
+    );
     assert!(s.waits_linked >= 50, "{name}: few waits linked: {s:?}");
     assert!(
         s.waits_right as f64 >= 0.95 * s.waits_linked as f64,
@@ -94,7 +97,11 @@ fn ring_incidents_are_the_injected_ones_at_any_rank_count() {
         .iter()
         .find(|i| i.cause == Cause::OversizedMessage)
         .unwrap();
-    let bytes = big.evidence.iter().find(|e| e.what == "bytes_sent").unwrap();
+    let bytes = big
+        .evidence
+        .iter()
+        .find(|e| e.what == "bytes_sent")
+        .unwrap();
     assert_eq!(bytes.value, 52_428_800.0);
     assert_eq!(bytes.usual, 1_048_576.0);
     assert_eq!(big.occurrences, 5);
@@ -122,7 +129,10 @@ fn halo_incidents_are_the_injected_ones_at_any_rank_count() {
         .filter(|i| i.occurrences == 1 && i.cause == Cause::SlowExecution)
         .filter_map(|i| i.root.rank)
         .collect();
-    assert!(step_roots.contains(&2) && step_roots.contains(&6), "{step_roots:?}");
+    assert!(
+        step_roots.contains(&2) && step_roots.contains(&6),
+        "{step_roots:?}"
+    );
     let two = incidents("halo", &data, 2, dir.path());
     assert_eq!(two, one, "incidents differ at 2 AD ranks");
 }

@@ -32,8 +32,13 @@ fn the_conservative_run_has_no_anomaly() {
         assert!(r.anomalies().is_empty(), "{}", r.text());
         assert_eq!(r.json["run"]["pes"], 2);
         let entities = r.json["entities"].as_array().unwrap();
-        assert_eq!(entities.len(), 2);
-        assert!(entities.iter().all(|e| e["cost_s"] == 0.0));
+        let pes: Vec<_> = entities.iter().filter(|e| e["kind"] == "pe").collect();
+        assert_eq!(pes.len(), 2);
+        // The stall below is the costliest incident, rooted at every PE.
+        assert_eq!(entities[0]["kind"], "every_pe");
+        let incidents = r.json["incidents"]["incidents"].as_array().unwrap();
+        assert_eq!(incidents[0]["cause"], "run_wide_stall");
+        assert_eq!(incidents[0]["root"]["kind"], "every_pe");
         // No PE stands out, but the whole run stalled: GVT interval 94
         // took 0.212 s of real time against about a millisecond usually
         // (59% of the run's real time), with no PE to blame: both ranks

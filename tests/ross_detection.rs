@@ -50,6 +50,7 @@ fn case(file: &str, pes: u32, seed: u64, strength: Option<f64>) -> RossScenario 
                 *factor = strength.unwrap_or(*factor);
             }
             RossAnomaly::SlowRun { factor, .. } => *factor = strength.unwrap_or(*factor),
+            other => unreachable!("not scored here: {}", other.kind()),
         }
     }
     sc.validate().unwrap();
@@ -89,6 +90,7 @@ fn evaluate(sc: &RossScenario, score: &mut Score) {
             Some((lp % lps_per_pe) / lps_per_kp),
         ),
         RossAnomaly::SlowRun { .. } => unreachable!("scored by run_wide_slowdowns_are_found"),
+        ref other => unreachable!("not scored here: {}", other.kind()),
     };
     score.runs += 1;
     let mut best_iou: f64 = 0.0;

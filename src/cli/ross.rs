@@ -58,7 +58,12 @@ pub struct RossArgs {
     /// A copy of ROSS's stdout: the clock rate it used, its totals.
     #[arg(long)]
     ross_stdout: Option<PathBuf>,
-    /// Write the summary (anomalies, PEs ranked by cost) as JSON here.
+    /// Incidents that cost less than this share of the run's total PE time
+    /// are counted, not listed (docs/incidents.md).
+    #[arg(long, default_value_t = chimbuko_mpi::incidents::DEFAULT_FLOOR, value_name = "SHARE")]
+    incident_floor: f64,
+    /// Write the summary (incidents, anomalies, entities ranked by cost) as
+    /// JSON here.
     #[arg(long)]
     summary_out: Option<PathBuf>,
     /// The provenance file (HDF5) to write; `<prefix>-provenance.h5` in the
@@ -122,6 +127,7 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         },
         clock_rate: a.clock_rate,
         ross_stdout: a.ross_stdout,
+        incident_floor: a.incident_floor,
     };
     // Bad detector values stop the run here, before any file is read.
     opts.detector.build()?;
@@ -194,7 +200,7 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         }
     }
     if coll.rank() == 0 {
-        print!("{}", report.text());
+        print!("{}", report.full_text(&findings));
         if let Some(p) = &a.summary_out {
             let text = serde_json::to_string_pretty(&report.json)?;
             std::fs::write(p, text + "\n")

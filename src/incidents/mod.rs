@@ -25,5 +25,7 @@ pub mod ranking;
 pub mod tau;
 pub mod text;
 
-pub use model::{Cause, Entity, Evidence, Incident, Member, Role, Window};
+pub use model::{
+    Cause, Entity, EntityKind, Evidence, Incident, Link, Member, Role, Source, Window,
+};
 pub use ranking::{IncidentList, DEFAULT_FLOOR};

@@ -3,14 +3,15 @@
 
 use std::fmt::Write;
 
-use super::model::{short, Incident, Role, Source};
+use super::model::{short, EntityKind, Incident, Role, Source};
 use super::ranking::IncidentList;
 
-/// The headline of the list and up to `top` incidents, a few lines each.
-pub fn list_text(list: &IncidentList, top: usize) -> String {
+/// The headline of the list and up to `top` incidents, a few lines each;
+/// `source` says whether costs are rank-seconds (TAU) or PE-seconds (ROSS).
+pub fn list_text(list: &IncidentList, source: Source, top: usize) -> String {
     let mut out = String::new();
     let n = list.incidents.len();
-    let unit = unit_of(list);
+    let unit = unit_of(source);
     let _ = writeln!(
         out,
         "incidents: {n} listed, {} below the floor ({}% of {} {unit}; {} {unit} in all)",
@@ -35,10 +36,11 @@ pub fn list_text(list: &IncidentList, top: usize) -> String {
     out
 }
 
-fn unit_of(list: &IncidentList) -> &'static str {
-    match list.incidents.first().map(|i| i.source) {
-        Some(Source::Ross) => "PE-s",
-        _ => "rank-s",
+/// The unit of costs: rank-seconds (TAU) or PE-seconds (ROSS).
+pub fn unit_of(source: Source) -> &'static str {
+    match source {
+        Source::Ross => "PE-s",
+        Source::Tau => "rank-s",
     }
 }
 
@@ -64,14 +66,18 @@ pub fn incident_text(i: &Incident, unit: &str) -> String {
     } else {
         String::new()
     };
+    let at = if i.root.kind == EntityKind::EveryPe {
+        String::new()
+    } else {
+        format!(" at {}", i.root.label())
+    };
     let _ = writeln!(
         out,
-        "  #{} {} {unit} ({}%): {} at {}, {when}{times}",
+        "  #{} {} {unit} ({}%): {}{at}, {when}{times}",
         i.id,
         short(i.cost_s),
         short(100.0 * i.share),
         i.cause.describe(),
-        i.root.label(),
     );
     if !i.evidence.is_empty() {
         let ev: Vec<String> = i.evidence.iter().map(|e| e.text()).collect();

@@ -91,7 +91,11 @@ impl LabelConsumer for RunReport {
         }
         let mut text = summary_text(summary, &totals, ctx.names, ctx.detector, self.top);
         if let Some(list) = ctx.incidents {
-            text.push_str(&crate::incidents::text::list_text(list, self.top));
+            text.push_str(&crate::incidents::text::list_text(
+                list,
+                crate::incidents::Source::Tau,
+                self.top,
+            ));
         }
         if self.summary_to_stderr {
             // stdout carries the live statistics (`--stats-out -`) alone.

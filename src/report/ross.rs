@@ -28,7 +28,12 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     let mut overview = String::from("<h2>Overview</h2><div class=\"stats\">");
     overview += &stat("anomalies", "anomalies", t.anomalies.len());
     overview += &stat("run_wide", "run-wide slowdowns", t.run_wide.len());
-    overview += &stat("pes", "PEs", t.entities.len());
+    let pes = t
+        .entities
+        .iter()
+        .filter(|e| e.kind.as_str() == "pe")
+        .count();
+    overview += &stat("pes", "PEs", pes);
     overview += &stat("ad_ranks", "AD ranks", a("ad_ranks"));
     overview += "</div><table class=\"kv\">";
     for (k, v) in [
@@ -45,16 +50,24 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     overview += "</table>";
 
     let mut ranking = String::from(
-        "<h2>Ranking</h2><p class=\"note\">PEs by the run time they cost (click a header to sort).</p><table class=\"data sortable\" id=\"pe-table\"><thead><tr>",
+        "<h2>Ranking</h2><p class=\"note\">Entities by the PE time of the incidents rooted at them (click a header to sort).</p><table class=\"data sortable\" id=\"pe-table\"><thead><tr>",
     );
-    ranking += &header("pe", "PE", true);
+    ranking += &header("entity", "entity", false);
     ranking += &header("cost_s", "cost (s)", true);
+    ranking += &header("incidents", "incidents", true);
     ranking += &header("anomalies", "anomalies", true);
     ranking += "</tr></thead><tbody>";
     for e in &t.entities {
+        let who = match (e.kind.as_str(), e.pe) {
+            ("pe", _) => format!("PE {}", e.pe),
+            ("every_pe", _) => "every PE".to_owned(),
+            (_, -1) => format!("LP {}", e.lp),
+            _ => format!("LP {} (PE {} KP {})", e.lp, e.pe, e.kp),
+        };
         ranking += "<tr>";
-        ranking += &cell("pe", e.pe, &e.pe.to_string());
+        ranking += &cell("entity", e.rank, &who);
         ranking += &cell("cost_s", e.cost_s, &human(e.cost_s));
+        ranking += &cell("incidents", e.incidents, &human(e.incidents as f64));
         ranking += &cell("anomalies", e.anomalies, &human(e.anomalies as f64));
         ranking += "</tr>";
     }

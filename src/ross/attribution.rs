@@ -126,38 +126,78 @@ pub fn hotspot_cause(
         .map(|h| h.lp)
 }
 
-/// A PE and the run time it cost.
+/// An entity and the run time the incidents rooted at it cost.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RankedPe {
-    /// The PE.
-    pub pe: u32,
-    /// Seconds of run time it cost (see the module doc).
+pub struct RankedEntity {
+    /// The entity: a PE, an LP, or every PE.
+    pub entity: crate::incidents::Entity,
+    /// Seconds of PE time its incidents cost.
     pub cost_s: f64,
-    /// Anomalies of it (its own, its KPs' and LPs', the hotspot LPs it
+    /// Incidents rooted at it.
+    pub incidents: usize,
+    /// Anomalies of it (a PE's own, its KPs' and LPs', the hotspot LPs it
     /// holds) or attributed to it.
     pub anomalies: usize,
 }
 
-/// Every PE of the run, costliest first (ties by PE id).
-pub fn ranked_pes(f: &Findings) -> Vec<RankedPe> {
+/// Every PE of the run and every other root of an incident (an LP, every
+/// PE), by the cost of the incidents rooted there, costliest first (ties:
+/// kind, then id).
+pub fn ranked_entities(f: &Findings) -> Vec<RankedEntity> {
+    use crate::incidents::{Entity, EntityKind};
     let homes = lp_homes(&f.gvt);
-    let mut ranked: Vec<(u32, f64)> = f.costs.iter().map(|(p, c)| (*p, *c)).collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked
-        .into_iter()
-        .map(|(pe, cost_s)| RankedPe {
-            pe,
-            cost_s,
-            anomalies: f
-                .gvt_anomalies
+    let pe_anomalies = |pe: u32| {
+        f.gvt_anomalies
+            .iter()
+            .chain(&f.rt_anomalies)
+            .filter(|(a, c)| a.entity.pe() == pe || *c == Some(pe))
+            .count()
+            + f.hotspots
                 .iter()
-                .chain(&f.rt_anomalies)
-                .filter(|(a, c)| a.entity.pe() == pe || *c == Some(pe))
+                .filter(|h| homes.get(&h.lp).map(|x| x.0) == Some(pe))
                 .count()
-                + f.hotspots
-                    .iter()
-                    .filter(|h| homes.get(&h.lp).map(|x| x.0) == Some(pe))
-                    .count(),
+    };
+    let mut out: Vec<RankedEntity> = f
+        .costs
+        .keys()
+        .map(|&pe| RankedEntity {
+            entity: Entity::pe(pe),
+            cost_s: 0.0,
+            incidents: 0,
+            anomalies: pe_anomalies(pe),
         })
-        .collect()
+        .collect();
+    for i in &f.incidents.incidents {
+        let at = out.iter().position(|e| e.entity == i.root);
+        let e = match at {
+            Some(k) => &mut out[k],
+            None => {
+                let anomalies = match i.root.kind {
+                    EntityKind::Lp => f
+                        .hotspots
+                        .iter()
+                        .filter(|h| Some(h.lp) == i.root.lp)
+                        .count(),
+                    _ => 0,
+                };
+                out.push(RankedEntity {
+                    entity: i.root.clone(),
+                    cost_s: 0.0,
+                    incidents: 0,
+                    anomalies,
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        e.cost_s += i.cost_s;
+        e.incidents += 1;
+    }
+    out.sort_by(|a, b| {
+        b.cost_s
+            .total_cmp(&a.cost_s)
+            .then(a.entity.kind.cmp(&b.entity.kind))
+            .then(a.entity.pe.cmp(&b.entity.pe))
+            .then(a.entity.lp.cmp(&b.entity.lp))
+    });
+    out
 }

@@ -21,6 +21,7 @@
 pub mod attribution;
 pub mod follow;
 pub mod hotspots;
+pub mod incidents;
 pub mod peers;
 pub mod provenance;
 pub mod report;
@@ -46,7 +47,7 @@ use signals::RunSeries;
 use trace_counts::{gvt_grid, GridIndex, HotTally, TraceTally};
 
 /// What `chimbuko-mpi ross` is asked to do.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RossOptions {
     /// The stats directory, or a directory holding one `stats-output*`.
     pub path: PathBuf,
@@ -60,6 +61,23 @@ pub struct RossOptions {
     pub clock_rate: Option<f64>,
     /// A copy of ROSS's stdout: the clock rate it used, its totals.
     pub ross_stdout: Option<PathBuf>,
+    /// Incidents cheaper than this share of the run's total PE time are
+    /// counted, not listed.
+    pub incident_floor: f64,
+}
+
+impl Default for RossOptions {
+    fn default() -> Self {
+        RossOptions {
+            path: PathBuf::new(),
+            prefix: None,
+            rule: PeerRule::default(),
+            detector: DetectorSettings::default(),
+            clock_rate: None,
+            ross_stdout: None,
+            incident_floor: crate::incidents::DEFAULT_FLOOR,
+        }
+    }
 }
 
 /// ROSS's default clock rate on x86_64, used when neither its stdout nor
@@ -170,6 +188,8 @@ pub struct Findings {
     /// Problems met that did not stop the analysis (a bad record ends a
     /// file; what came before it is kept).
     pub warnings: Vec<String>,
+    /// The incidents: each problem with its root, effects and cost.
+    pub incidents: crate::incidents::IncidentList,
 }
 
 /// Analyses a finished ROSS run in this process alone.
@@ -224,7 +244,15 @@ pub fn conclude_with_trace(
         }
         None => None,
     };
-    conclude(run, opts, series, rt.as_ref(), trace, warnings, share)
+    conclude(
+        run,
+        opts,
+        (&gvt, series),
+        rt.as_ref(),
+        trace,
+        warnings,
+        share,
+    )
 }
 
 /// The intervals of the first PE: the GVT intervals of the run.
@@ -347,7 +375,7 @@ fn bytes_to_words(b: &[u8]) -> Vec<u64> {
 pub fn conclude(
     run: RunFiles,
     opts: &RossOptions,
-    gvt: RunSeries,
+    (engine, gvt): (&EngineSeries, RunSeries),
     rt: Option<&EngineSeries>,
     trace: Option<(TraceSummary, Ranges)>,
     warnings: Vec<String>,
@@ -382,7 +410,9 @@ pub fn conclude(
         None => Vec::new(),
     };
     let run_wide = run_wide::find(&gvt, &opts.detector, &found, &hotspots)?;
+    let incidents = incidents::find(engine, &hotspots, opts.incident_floor);
     Ok(Findings {
+        incidents,
         run,
         rule,
         detector: opts.detector.clone(),

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::attribution::{hotspot_cause, lp_homes, ranked_pes};
+use super::attribution::{hotspot_cause, lp_homes, ranked_entities};
 use super::hotspots::HotspotLp;
 use super::peers::{median, median_sorted, peer_groups, PeerAnomaly};
 use super::signals::{Entity, RunSeries};
@@ -58,11 +58,16 @@ pub fn tables(f: &Findings) -> RossTables {
     for h in &f.hotspots {
         push_hotspot(&mut t, h, &homes);
     }
-    for (i, r) in ranked_pes(f).iter().enumerate() {
+    for (i, r) in ranked_entities(f).iter().enumerate() {
+        let id = |x: Option<u32>| x.map_or(-1, i64::from);
         t.entities.push(EntityRow {
             rank: i as u64 + 1,
-            pe: u64::from(r.pe),
+            kind: label(r.entity.kind.name()),
+            pe: id(r.entity.pe),
+            kp: id(r.entity.kp),
+            lp: id(r.entity.lp),
             cost_s: r.cost_s,
+            incidents: r.incidents as u64,
             anomalies: r.anomalies as u64,
         });
     }

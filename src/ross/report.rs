@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::attribution::{hotspot_cause, lp_homes, ranked_pes};
+use super::attribution::{hotspot_cause, lp_homes, ranked_entities};
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
 use super::run_wide::{RunWideAnomaly, MIN_SHARE, WARMUP_INTERVALS};
@@ -145,11 +145,20 @@ impl RossReport {
                 .iter()
                 .map(|h| hotspot_json(h, homes.get(&h.lp).copied())),
         );
-        let entities: Vec<Value> = ranked_pes(f)
+        let entities: Vec<Value> = ranked_entities(f)
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                json!({"rank": i + 1, "kind": "pe", "pe": r.pe, "cost_s": real(r.cost_s), "anomalies": r.anomalies})
+                json!({
+                    "rank": i + 1,
+                    "kind": r.entity.kind.name(),
+                    "pe": r.entity.pe,
+                    "kp": r.entity.kp,
+                    "lp": r.entity.lp,
+                    "cost_s": real(r.cost_s),
+                    "incidents": r.incidents,
+                    "anomalies": r.anomalies,
+                })
             })
             .collect();
         let intervals = f.gvt.intervals.values().map(Vec::len).max().unwrap_or(0);
@@ -167,6 +176,7 @@ impl RossReport {
             })
         });
         let json = json!({
+            "incidents": f.incidents.to_json(),
             "run": {
                 "stats_dir": files.dir.display().to_string(),
                 "prefix": files.prefix,
@@ -272,15 +282,14 @@ impl RossReport {
         for w in self.json["warnings"].as_array().into_iter().flatten() {
             out.push_str(&format!("  warning: {}\n", w.as_str().unwrap_or("")));
         }
-        if let Some(top) = self.json["entities"].as_array().and_then(|e| e.first()) {
-            if top["cost_s"].as_f64().unwrap_or(0.0) > 0.0 {
-                out.push_str(&format!(
-                    "  costliest PE: {} ({:.3} s of run time)\n",
-                    top["pe"],
-                    top["cost_s"].as_f64().unwrap_or(0.0)
-                ));
-            }
-        }
+        out
+    }
+
+    /// The incidents as text, then the anomalies ([`RossReport::text`]).
+    pub fn full_text(&self, f: &Findings) -> String {
+        let mut out =
+            crate::incidents::text::list_text(&f.incidents, crate::incidents::Source::Ross, 10);
+        out.push_str(&self.text());
         out
     }
 }

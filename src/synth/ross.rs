@@ -68,6 +68,26 @@
 //! gvt_from = 70.0
 //! gvt_to = 80.0
 //! factor = 10.0                # every PE's handlers take factor x longer
+//!
+//! [[anomaly]]
+//! kind = "paused_pe"
+//! pe = 1
+//! gvt_from = 30.0
+//! gvt_to = 31.0
+//! factor = 0.5                 # seconds stopped per interval, in a handler
+//!
+//! [[anomaly]]
+//! kind = "cpu_heavy_lp"
+//! lp = 22
+//! gvt_from = 40.0
+//! gvt_to = 60.0
+//! factor = 200.0               # the LP's handlers take factor x longer
+//!
+//! [[anomaly]]
+//! kind = "remote_storm"
+//! gvt_from = 50.0
+//! gvt_to = 70.0
+//! factor = 20.0                # events per GVT step, most rolled back
 //! ```
 //!
 //! What the anomalies do (the shapes of the reference's §9):
@@ -85,6 +105,15 @@
 //! - `slow_run`: every PE's `event_process_s` is `factor` times higher at
 //!   once, so every interval lasts longer in real time (GVT advances less
 //!   per real second) while no PE stands out from its peers.
+//! - `paused_pe`: the PE is stopped `factor` seconds inside a handler (its
+//!   `event_process_s` runs on), so the interval lasts that much longer and
+//!   every other PE spends it in GVT.
+//! - `cpu_heavy_lp`: the LP's events take `factor` times longer, so its
+//!   PE's `event_process_s` grows by the LP's share of its events and the
+//!   others wait in GVT. ROSS times no LP: the files show its PE.
+//! - `remote_storm`: every PE processes `factor` times its events per GVT
+//!   step, the extra ones rolled back: rollbacks per unit of GVT surge on
+//!   every PE and GVT advances less per real second, no PE standing out.
 //!
 //! Counters of engine samples are deltas since the file's previous sample
 //! (`pq_qsize` and `time_ahead_gvt` instantaneous), KP and LP sums equal
@@ -219,6 +248,34 @@ pub fn truth_rows(sc: &RossScenario, spans: &[Span]) -> Vec<RossTruthRow> {
                     format!(
                         "event_process_s x{factor} on every PE at once; \
                          GVT per real second down; no PE stands out"
+                    ),
+                ),
+                RossAnomaly::PausedPe { pe, factor, .. } => (
+                    Some(pe),
+                    None,
+                    None,
+                    format!(
+                        "PE {pe} stopped {factor} s per interval inside a handler; \
+                         every other PE waits in GVT (gvt_s up)"
+                    ),
+                ),
+                RossAnomaly::CpuHeavyLp { lp, factor, .. } => (
+                    Some(lp / lps),
+                    Some(lp % lps / sc.ross.lps_per_kp),
+                    Some(lp),
+                    format!(
+                        "LP {lp}'s handlers x{factor}: PE {} event_process_s up, \
+                         the others wait in GVT (ROSS does not time LPs)",
+                        lp / lps
+                    ),
+                ),
+                RossAnomaly::RemoteStorm { factor, .. } => (
+                    None,
+                    None,
+                    None,
+                    format!(
+                        "every PE processes x{factor} events per GVT step, most rolled back; \
+                         no PE stands out"
                     ),
                 ),
             };

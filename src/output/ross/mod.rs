@@ -219,7 +219,12 @@ impl RossProvenance {
                 "entities.json",
                 t.entities
                     .iter()
-                    .map(|e| json!({"rank": e.rank, "kind": "pe", "pe": e.pe, "cost_s": e.cost_s, "anomalies": e.anomalies}))
+                    .map(|e| {
+                        let opt = |x: i64| if x < 0 { Value::Null } else { json!(x) };
+                        json!({"rank": e.rank, "kind": text(&e.kind), "pe": opt(e.pe), "kp": opt(e.kp),
+                               "lp": opt(e.lp), "cost_s": e.cost_s, "incidents": e.incidents,
+                               "anomalies": e.anomalies})
+                    })
                     .collect(),
             ),
             (
@@ -315,12 +320,18 @@ impl RossProvenance {
                 }
             )?;
         }
-        writeln!(out, "PEs by run time cost:")?;
+        writeln!(out, "entities by the cost of their incidents:")?;
         for e in t.entities.iter().take(top) {
+            let who = match (text(&e.kind).as_str(), e.pe) {
+                ("pe", _) => format!("PE {}", e.pe),
+                ("every_pe", _) => "every PE".to_owned(),
+                (_, -1) => format!("LP {}", e.lp),
+                _ => format!("LP {} (PE {} KP {})", e.lp, e.pe, e.kp),
+            };
             writeln!(
                 out,
-                "  {}. PE {}: {:.3} s, {} anomalies",
-                e.rank, e.pe, e.cost_s, e.anomalies
+                "  {}. {who}: {:.3} s, {} incident(s), {} anomalies",
+                e.rank, e.cost_s, e.incidents, e.anomalies
             )?;
         }
         writeln!(

@@ -9,7 +9,8 @@ use crate::output::columns::described_row;
 /// Short text columns (kinds, signals, series names).
 pub type Label = FixedUnicode<32>;
 
-pub(super) fn label(s: &str) -> Label {
+/// A text column's value (cut to its width).
+pub fn label(s: &str) -> Label {
     crate::output::records::fixed(s)
 }
 
@@ -100,17 +101,26 @@ described_row! {
 }
 
 described_row! {
-    /// A PE and the run time it cost.
+    /// An entity (every PE of the run, and any other root of an incident)
+    /// and the PE time the incidents rooted at it cost.
     #[derive(H5Type, Clone, Copy, Debug, PartialEq)]
     #[repr(C)]
     pub struct EntityRow {
         /// 1 for the costliest.
         pub rank: u64,
-        /// PE id.
-        pub pe: u64,
-        /// Seconds of run time it cost.
+        /// `pe`, `lp` or `every_pe`.
+        pub kind: Label,
+        /// PE id (-1 for every PE, or an LP whose PE is not known).
+        pub pe: i64,
+        /// KP of an LP on its PE (-1 otherwise).
+        pub kp: i64,
+        /// LP id (-1 for a PE).
+        pub lp: i64,
+        /// Seconds of PE time the incidents rooted at it cost.
         #[unit = "s"]
         pub cost_s: f64,
+        /// Incidents rooted at it.
+        pub incidents: u64,
         /// Anomalies of it or attributed to it.
         pub anomalies: u64,
     }

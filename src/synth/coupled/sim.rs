@@ -293,6 +293,10 @@ pub fn simulate(sc: &CoupledScenario, active: &[bool]) -> Simulation {
     }
 }
 
+/// What an injection kind adds for a rank, iteration and function (µs, or
+/// a message factor).
+type Injected<'a> = dyn Fn(InjectKind, usize, u64, Option<&str>) -> f64 + 'a;
+
 /// The compute phases of one rank in one iteration.
 struct Phase<'a> {
     sc: &'a CoupledScenario,
@@ -302,7 +306,7 @@ struct Phase<'a> {
     /// Factor on each phase's self times.
     speed: &'a [f64],
     /// µs injected into a function of this rank in an iteration.
-    injected: &'a dyn Fn(InjectKind, usize, u64, Option<&str>) -> f64,
+    injected: &'a Injected<'a>,
 }
 
 impl Phase<'_> {

@@ -62,6 +62,10 @@ pub(super) struct Plan {
     busy: f64,
     pub(super) active: f64,
     slow: f64,
+    /// Seconds stopped inside a handler (a paused PE).
+    pause: f64,
+    /// Extra handler seconds of a CPU-heavy LP.
+    heavy: f64,
 }
 
 /// Generates a scenario's files, interval by interval.
@@ -119,6 +123,7 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         let lps = sc.lps_per_pe();
         let mut plans = vec![Plan::default(); r.pes as usize];
         let mut rb_mult = 1.0;
+        let mut storm = 1.0;
         let mut slow_pe = None;
         for a in &sc.anomaly {
             if !sc.intervals_in(a.window()).contains(&i) {
@@ -142,19 +147,37 @@ impl<'s, W: Write> RossGenerator<'s, W> {
                         .hot
                         .push(((lp % lps) as usize, extra, factor));
                 }
+                RossAnomaly::PausedPe { pe, factor, .. } => {
+                    plans[pe as usize].pause += factor;
+                }
+                RossAnomaly::CpuHeavyLp { lp, factor, .. } => {
+                    // The LP's share of its PE's events, each `factor`
+                    // times longer.
+                    let share = f64::from(r.events_per_interval) / f64::from(lps);
+                    plans[(lp / lps) as usize].heavy += share * r.event_s * (factor - 1.0);
+                }
+                RossAnomaly::RemoteStorm { factor, .. } => {
+                    storm *= factor;
+                }
             }
         }
-        let rb = (r.rollback_fraction * rb_mult).min(0.9);
+        // A storm: every PE processes `storm` times its events to advance
+        // GVT one step, the extra ones all rolled back.
+        let rb = (r.rollback_fraction * rb_mult)
+            .max(1.0 - (1.0 - r.rollback_fraction) / storm)
+            .min(0.95);
         let overhead = 0.1 * r.interval_real_s;
         let mut longest: f64 = 0.0;
         for (p, plan) in plans.iter_mut().enumerate() {
             plan.slow = plan.slow.max(1.0);
-            plan.n = u64::from(r.events_per_interval) + plan.hot.iter().map(|h| h.1).sum::<u64>();
+            plan.n = (f64::from(r.events_per_interval) * storm).round() as u64
+                + plan.hot.iter().map(|h| h.1).sum::<u64>();
             for h in &mut plan.hot {
                 h.2 = (rb * h.2.sqrt()).min(0.9);
             }
             let noise = (0.1 * self.pes[p].rng.normal()).exp();
-            plan.busy = plan.n as f64 * r.event_s * plan.slow * noise;
+            // A stopped PE's handler timer runs on through the pause.
+            plan.busy = plan.n as f64 * r.event_s * plan.slow * noise + plan.heavy + plan.pause;
             longest = longest.max(plan.busy + overhead);
         }
         let jitter = 1.0 + (0.05 * self.rng.normal()).clamp(-0.2, 0.2);

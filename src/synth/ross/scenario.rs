@@ -202,6 +202,41 @@ pub enum RossAnomaly {
         /// Slowdown of every PE's handlers (> 1).
         factor: f64,
     },
+    /// A PE stopped by the operating system (SIGSTOP) for `factor`
+    /// seconds inside an event handler in each interval of the window:
+    /// every other PE waits for it in GVT.
+    PausedPe {
+        /// The stopped PE.
+        pe: u32,
+        /// Start of the window (GVT).
+        gvt_from: f64,
+        /// End of the window (GVT, exclusive).
+        gvt_to: f64,
+        /// Seconds it stays stopped per interval (> 0).
+        factor: f64,
+    },
+    /// An LP whose events take `factor` times longer to process: its PE's
+    /// handler time grows by that LP's share of its events.
+    CpuHeavyLp {
+        /// The LP (global id).
+        lp: u32,
+        /// Start of the window (GVT).
+        gvt_from: f64,
+        /// End of the window (GVT, exclusive).
+        gvt_to: f64,
+        /// Slowdown of the LP's handlers (> 1).
+        factor: f64,
+    },
+    /// A storm of remote events: every PE processes `factor` times its
+    /// events to advance GVT one step, most of them rolled back.
+    RemoteStorm {
+        /// Start of the window (GVT).
+        gvt_from: f64,
+        /// End of the window (GVT, exclusive).
+        gvt_to: f64,
+        /// Events processed per GVT step, relative to the usual (> 1).
+        factor: f64,
+    },
 }
 
 impl RossAnomaly {
@@ -216,6 +251,15 @@ impl RossAnomaly {
             }
             | RossAnomaly::SlowRun {
                 gvt_from, gvt_to, ..
+            }
+            | RossAnomaly::PausedPe {
+                gvt_from, gvt_to, ..
+            }
+            | RossAnomaly::CpuHeavyLp {
+                gvt_from, gvt_to, ..
+            }
+            | RossAnomaly::RemoteStorm {
+                gvt_from, gvt_to, ..
             } => (gvt_from, gvt_to),
         }
     }
@@ -225,16 +269,23 @@ impl RossAnomaly {
         match *self {
             RossAnomaly::SlowPe { factor, .. }
             | RossAnomaly::HotspotLp { factor, .. }
-            | RossAnomaly::SlowRun { factor, .. } => factor,
+            | RossAnomaly::SlowRun { factor, .. }
+            | RossAnomaly::PausedPe { factor, .. }
+            | RossAnomaly::CpuHeavyLp { factor, .. }
+            | RossAnomaly::RemoteStorm { factor, .. } => factor,
         }
     }
 
-    /// `slow_pe`, `hotspot_lp` or `slow_run`.
+    /// `slow_pe`, `hotspot_lp`, `slow_run`, `paused_pe`, `cpu_heavy_lp` or
+    /// `remote_storm`.
     pub fn kind(&self) -> &'static str {
         match self {
             RossAnomaly::SlowPe { .. } => "slow_pe",
             RossAnomaly::HotspotLp { .. } => "hotspot_lp",
             RossAnomaly::SlowRun { .. } => "slow_run",
+            RossAnomaly::PausedPe { .. } => "paused_pe",
+            RossAnomaly::CpuHeavyLp { .. } => "cpu_heavy_lp",
+            RossAnomaly::RemoteStorm { .. } => "remote_storm",
         }
     }
 }
@@ -335,17 +386,29 @@ impl RossScenario {
 
     fn validate_anomaly(&self, a: &RossAnomaly) -> anyhow::Result<()> {
         match *a {
-            RossAnomaly::SlowPe { pe, .. } if pe >= self.ross.pes => {
+            RossAnomaly::SlowPe { pe, .. } | RossAnomaly::PausedPe { pe, .. }
+                if pe >= self.ross.pes =>
+            {
                 bail!("pe {pe} is out of range: the run has {} PEs", self.ross.pes)
             }
-            RossAnomaly::HotspotLp { lp, .. } if u64::from(lp) >= self.total_lps() => bail!(
-                "lp {lp} is out of range: the run has {} LPs",
-                self.total_lps()
-            ),
+            RossAnomaly::HotspotLp { lp, .. } | RossAnomaly::CpuHeavyLp { lp, .. }
+                if u64::from(lp) >= self.total_lps() =>
+            {
+                bail!(
+                    "lp {lp} is out of range: the run has {} LPs",
+                    self.total_lps()
+                )
+            }
             _ => {}
         }
-        if !(a.factor().is_finite() && a.factor() > 1.0) {
-            bail!("factor must be > 1, got {}", a.factor());
+        // A pause is seconds; every other factor a multiplier.
+        let least = if matches!(a, RossAnomaly::PausedPe { .. }) {
+            0.0
+        } else {
+            1.0
+        };
+        if !(a.factor().is_finite() && a.factor() > least) {
+            bail!("factor must be > {least}, got {}", a.factor());
         }
         let (from, to) = a.window();
         if !(from.is_finite() && to.is_finite() && from < to) {
