@@ -24,6 +24,10 @@ pub struct InspectArgs {
     /// One JSON document on stdout instead of text (for scripts).
     #[arg(long)]
     json: bool,
+    /// Also show the run's settings (every root attribute of the file,
+    /// the configuration pretty-printed).
+    #[arg(long)]
+    settings: bool,
 }
 
 /// The flags of `export`.
@@ -31,9 +35,9 @@ pub struct InspectArgs {
 #[command(group = clap::ArgGroup::new("format").required(true).multiple(true).args(["json", "csv"]))]
 pub struct ExportArgs {
     /// Write JSON documents (anomalies, normalexecs, metadata, func_stats,
-    /// counter_stats, ad_model) with the field names of Chimbuko's schema;
-    /// for the file of a ROSS analysis: anomalies, entities, series_stats,
-    /// metadata.
+    /// counter_stats, ad_model) with the field names of Chimbuko's schema,
+    /// and incidents; for the file of a ROSS analysis: anomalies,
+    /// run_wide, entities, series_stats, metadata, incidents.
     #[arg(long)]
     json: bool,
     /// Write every table of the file as one CSV file named after its path
@@ -62,13 +66,14 @@ pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
             );
         }
         let p = RossProvenance::load(&a.file)?;
-        p.print_inspect(&mut std::io::stdout().lock(), a.top)?;
+        p.print_inspect(&mut std::io::stdout().lock(), a.top, a.settings)?;
         return Ok(());
     }
     let p = Provenance::load(&a.file)?;
     let o = InspectOptions {
         top: a.top,
         worst: a.worst,
+        settings: a.settings,
     };
     let mut out = std::io::stdout().lock();
     if a.json {

@@ -202,8 +202,7 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
     if coll.rank() == 0 {
         print!("{}", report.full_text(&findings));
         if let Some(p) = &a.summary_out {
-            let text = serde_json::to_string_pretty(&report.json)?;
-            std::fs::write(p, text + "\n")
+            std::fs::write(p, report.summary_json_text())
                 .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
         }
     }

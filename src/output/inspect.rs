@@ -1,9 +1,11 @@
 //! `chimbuko-mpi inspect`: a provenance file summarised for people (text)
-//! and for scripts (`--json`, the same content as one JSON document): what
-//! ran and how (the configuration pretty-printed), whether the run
-//! completed, anomalies per function and per rank (labelled with their
-//! program), and the worst anomalies with their call stacks — and, for
-//! runs of the model detector, what the model predicted for them.
+//! and for scripts (`--json`, the same content as one JSON document):
+//! whether the run completed, what it was in one line, its incidents (the
+//! problems that cost it time, costliest first), then anomalies per
+//! function and per rank (labelled with their program) and the worst
+//! anomalies with their call stacks — and, for runs of the model detector,
+//! what the model predicted for them. The run's settings (every root
+//! attribute, the configuration pretty-printed) come with `--settings`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -22,6 +24,8 @@ pub struct InspectOptions {
     pub top: usize,
     /// Worst anomalies listed with their call stacks.
     pub worst: usize,
+    /// Show every root attribute (the run's settings) in the text.
+    pub settings: bool,
 }
 
 /// A program's short name from one of its streams' paths:
@@ -121,6 +125,7 @@ pub fn inspect_json(p: &Provenance, o: InspectOptions) -> Value {
         .collect();
     json!({
         "completed": completed(p),
+        "incidents": p.incidents.to_json(),
         "attributes": attrs,
         "anomalies": anomalies.len(),
         "labelled_in_situ": in_situ(p),
@@ -192,15 +197,34 @@ pub fn print_inspect(
             p.attrs.get("steps_written").map_or("?", String::as_str)
         )?;
     }
-    writeln!(out, "run")?;
-    for (k, v) in &p.attrs {
-        match attr_value(v) {
-            Value::String(s) => writeln!(out, "  {k}: {s}")?,
-            j => {
-                let pretty = serde_json::to_string_pretty(&j).unwrap_or_else(|_| v.clone());
-                writeln!(out, "  {k}:")?;
-                for line in pretty.lines() {
-                    writeln!(out, "    {line}")?;
+    let a = |k: &str| p.attrs.get(k).map_or("?", String::as_str);
+    let programs: Vec<String> = program_names(p).into_values().collect();
+    writeln!(
+        out,
+        "{}: {} stream(s) on {} AD rank(s), {} step(s), detector {}, {} .. {}",
+        programs.join(", "),
+        p.streams.len(),
+        a("ad_ranks"),
+        a("steps_written"),
+        a("algorithm"),
+        a("start_time"),
+        a("end_time"),
+    )?;
+    out.write_all(
+        crate::incidents::text::list_text(&p.incidents, crate::incidents::Source::Tau, o.top)
+            .as_bytes(),
+    )?;
+    if o.settings {
+        writeln!(out, "\nrun")?;
+        for (k, v) in &p.attrs {
+            match attr_value(v) {
+                Value::String(s) => writeln!(out, "  {k}: {s}")?,
+                j => {
+                    let pretty = serde_json::to_string_pretty(&j).unwrap_or_else(|_| v.clone());
+                    writeln!(out, "  {k}:")?;
+                    for line in pretty.lines() {
+                        writeln!(out, "    {line}")?;
+                    }
                 }
             }
         }

@@ -70,8 +70,19 @@ pub(super) fn root_attrs(f: &hdf5::File) -> BTreeMap<String, String> {
     let mut attrs = BTreeMap::new();
     for name in f.attr_names().unwrap_or_default() {
         let Ok(a) = f.attr(&name) else { continue };
+        // Floats first by their type: HDF5 would convert one read as an
+        // integer.
+        let is_float = matches!(
+            a.dtype().and_then(|t| t.to_descriptor()),
+            Ok(hdf5::types::TypeDescriptor::Float(_))
+        );
         let text = if let Ok(s) = a.read_scalar::<hdf5::types::VarLenUnicode>() {
             s.as_str().to_owned()
+        } else if is_float {
+            match a.read_scalar::<f64>() {
+                Ok(x) => x.to_string(),
+                Err(_) => continue,
+            }
         } else if let Ok(x) = a.read_scalar::<u64>() {
             x.to_string()
         } else if let Ok(x) = a.read_scalar::<f64>() {
@@ -443,6 +454,12 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
         }),
     )?;
     done.push(("ad_model.json".to_owned(), n));
+    let n = write_array(
+        dir,
+        "incidents.json",
+        p.incidents.incidents.iter().map(|i| i.to_json()),
+    )?;
+    done.push(("incidents.json".to_owned(), n));
     Ok(done)
 }
 

@@ -80,6 +80,7 @@ pub fn tables(f: &Findings) -> RossTables {
         t.trace_per_interval = tr.tally.per_interval.clone();
     }
     run_wide_rows(&mut t, f);
+    t.incidents = f.incidents.clone();
     t
 }
 

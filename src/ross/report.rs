@@ -211,6 +211,26 @@ impl RossReport {
         RossReport { json }
     }
 
+    /// The summary as pretty JSON, its `incidents` first (what a reader
+    /// looks for), the other members after it in their usual order.
+    pub fn summary_json_text(&self) -> String {
+        let pretty = |v: &Value| {
+            serde_json::to_string_pretty(v)
+                .unwrap_or_default()
+                .replace('\n', "\n  ")
+        };
+        let mut parts = Vec::new();
+        if let Some(i) = self.json.get("incidents") {
+            parts.push(format!("  \"incidents\": {}", pretty(i)));
+        }
+        if let Value::Object(m) = &self.json {
+            for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "incidents") {
+                parts.push(format!("  {}: {}", Value::String(k.clone()), pretty(v)));
+            }
+        }
+        format!("{{\n{}\n}}\n", parts.join(",\n"))
+    }
+
     /// The anomalies of the report.
     pub fn anomalies(&self) -> &[Value] {
         self.json["anomalies"].as_array().map_or(&[], Vec::as_slice)

@@ -84,6 +84,15 @@ pub fn write_ross_provenance(
     put(&mut f, write, TABLES[8], &t.run_wide).with_context(|| ctx(TABLES[8]))?;
     put(&mut f, write, TABLES[9], &t.run_wide_evidence).with_context(|| ctx(TABLES[9]))?;
     put(&mut f, write, TABLES[10], &t.run_model).with_context(|| ctx(TABLES[10]))?;
+    let (rows, evidence, members) = crate::output::incidents::incident_rows(&t.incidents);
+    put(&mut f, write, "incidents", &rows).with_context(|| ctx("incidents"))?;
+    put(&mut f, write, "incident_evidence", &evidence).with_context(|| ctx("incident_evidence"))?;
+    put(&mut f, write, "incident_members", &members).with_context(|| ctx("incident_members"))?;
+    let floor: Vec<(&str, FileAttr)> = crate::output::incidents::floor_attrs(&t.incidents)
+        .iter()
+        .map(|(k, v)| (*k, FileAttr::F64(*v)))
+        .collect();
+    f.set_attrs(&floor)?;
     f.set_attrs(&[("completed", FileAttr::U64(1))])?;
     f.close()
 }
@@ -122,6 +131,9 @@ impl RossProvenance {
             run_wide: table(&f, TABLES[8])?,
             run_wide_evidence: table(&f, TABLES[9])?,
             run_model: table(&f, TABLES[10])?,
+            incidents: crate::output::incidents::read_incidents(&f, &|k| {
+                attrs.get(k).and_then(|v| v.parse().ok())
+            })?,
         };
         Ok(RossProvenance { attrs, tables })
     }
@@ -201,8 +213,8 @@ impl RossProvenance {
     }
 
     /// Writes the JSON documents (`anomalies`, `run_wide`, `entities`,
-    /// `series_stats`, `metadata`) into `dir`; returns each file's name and
-    /// document count.
+    /// `series_stats`, `metadata`, `incidents`) into `dir`; returns each
+    /// file's name and document count.
     pub fn export_json(&self, dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let t = &self.tables;
@@ -239,6 +251,10 @@ impl RossProvenance {
                     .collect(),
             ),
             ("metadata.json", vec![json!(self.attrs)]),
+            (
+                "incidents.json",
+                t.incidents.incidents.iter().map(|i| i.to_json()).collect(),
+            ),
         ];
         let mut out = Vec::new();
         for (name, items) in docs {
@@ -251,26 +267,34 @@ impl RossProvenance {
         Ok(out)
     }
 
-    /// A summary for people: the run, the anomalies, the costliest PEs.
-    pub fn print_inspect(&self, out: &mut dyn Write, top: usize) -> std::io::Result<()> {
+    /// A summary for people: the run in a line, its incidents, the
+    /// anomalies, the entities by cost (the settings with `settings`).
+    pub fn print_inspect(
+        &self,
+        out: &mut dyn Write,
+        top: usize,
+        settings: bool,
+    ) -> std::io::Result<()> {
         let a = |k: &str| self.attrs.get(k).cloned().unwrap_or_default();
         writeln!(
             out,
-            "{} (ROSS analysis, schema {})",
+            "{} (ROSS analysis, schema {}) of {}: {} AD rank(s), completed {}, {} .. {}",
             a("program"),
-            a("schema_version")
-        )?;
-        writeln!(out, "  inputs: {}", a("input_streams"))?;
-        writeln!(out, "  settings: {}", a("algorithm_params"))?;
-        writeln!(
-            out,
-            "  AD ranks: {}; completed: {}; {} .. {}",
+            a("schema_version"),
+            a("input_streams"),
             a("ad_ranks"),
             a("completed"),
             a("start_time"),
             a("end_time")
         )?;
         let t = &self.tables;
+        out.write_all(
+            crate::incidents::text::list_text(&t.incidents, crate::incidents::Source::Ross, top)
+                .as_bytes(),
+        )?;
+        if settings {
+            writeln!(out, "settings: {}", a("algorithm_params"))?;
+        }
         writeln!(out, "anomalies: {}", t.anomalies.len())?;
         for r in t.anomalies.iter().take(top) {
             let who = match (text(&r.kind).as_str(), r.pe) {

@@ -341,6 +341,9 @@ pub struct RossTables {
     pub run_wide_evidence: Vec<EvidenceRow>,
     /// `ross/run_model`: every interval of the run-level series as judged.
     pub run_model: Vec<RunModelRow>,
+    /// The incidents (tables `incidents`, `incident_evidence`,
+    /// `incident_members` at the file's root, as for TAU runs).
+    pub incidents: crate::incidents::IncidentList,
 }
 
 impl RossAnomalyRow {
