@@ -88,7 +88,7 @@ fn following_a_growing_run_gives_the_post_hoc_result() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("live: Lp(2, 1, 37) events_processed"),
+        stdout.contains("live: LP 37 (PE 2, KP 1) events_processed"),
         "{stdout}"
     );
     let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();

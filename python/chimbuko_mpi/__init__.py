@@ -9,6 +9,8 @@
         p.worst(5)                     # the 5 highest outlier scores, with call stacks
         p.anomalies_per_rank_step()    # (program, rank) x step counts
         p.function_stats()             # calls, mean, std, anomalies, rate, worst score
+        p.incidents                    # the problems that cost the run time, costliest first
+        p.incident(1)                  # one incident with its evidence and members
         p.table("ross/anomalies")      # any table by path
 
 The file's layout: ``docs/provenance-schema.md`` in the chimbuko-mpi

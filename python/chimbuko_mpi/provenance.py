@@ -331,6 +331,60 @@ class Provenance:
         form."""
         return self._maybe("func_stats")
 
+    # --- incidents ----------------------------------------------------------
+
+    @property
+    def incidents(self) -> Optional[pd.DataFrame]:
+        """``incidents``: the problems that cost the run time, costliest
+        first (``id`` 1 first): ``cause``, the root (``program``, ``rank``,
+        ``thread``, ``func``, ``event_id`` for a run; ``pe``, ``kp``, ``lp``
+        for a ROSS analysis; -1 where it does not apply), the window, the
+        ``occurrences``, the ``cost`` (rank- or PE-seconds) and its
+        ``share`` of the run's total rank time, members per role. None in a
+        file written before incidents (schema < 5)."""
+        return self._maybe("incidents")
+
+    @property
+    def incident_members(self) -> Optional[pd.DataFrame]:
+        """``incident_members``: each incident's members (``incident``,
+        ``occurrence``, ``role``, ``link``, who and when, ``cost``, what it is
+        ``linked_to``); None when absent."""
+        return self._maybe("incident_members")
+
+    @property
+    def incident_evidence(self) -> Optional[pd.DataFrame]:
+        """``incident_evidence``: what makes each root the root (``what``,
+        ``value`` against the ``usual`` one, ``unit``); None when absent."""
+        return self._maybe("incident_evidence")
+
+    @property
+    def incident_floor(self) -> Dict[str, float]:
+        """What the floor left out: ``floor`` (a share of the run's total
+        rank time), ``below_floor`` occurrences and their ``cost``, the
+        run's ``total_rank_s``."""
+        a = self.attrs
+        return {
+            "floor": float(a.get("incident_floor", float("nan"))),
+            "below_floor": float(a.get("incidents_below_floor", 0)),
+            "below_floor_cost_s": float(a.get("incidents_below_floor_cost_s", 0.0)),
+            "total_rank_s": float(a.get("total_rank_s", float("nan"))),
+        }
+
+    def incident(self, incident_id: int) -> Dict[str, Any]:
+        """One incident as a dict: its row, its ``evidence`` and its
+        ``members`` (DataFrames)."""
+        inc = self.incidents
+        if inc is None or not (inc["id"] == incident_id).any():
+            raise KeyError(f"no incident {incident_id} in {self.path}")
+        row = inc[inc["id"] == incident_id].iloc[0]
+        ev = self.incident_evidence
+        mem = self.incident_members
+        return {
+            **row.to_dict(),
+            "evidence": ev[ev["incident"] == incident_id].reset_index(drop=True),
+            "members": mem[mem["incident"] == incident_id].reset_index(drop=True),
+        }
+
     # --- programs and names -------------------------------------------------
 
     @property

@@ -213,10 +213,27 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
 /// its flush landed and when it was found.
 fn live_line(l: &LiveAnomaly) -> serde_json::Value {
     let (kind, pe, entity, signal, span, score) = match &l.finding {
+        LiveFinding::Incident(i) => {
+            return serde_json::json!({
+                "kind": "incident",
+                "incident": i.to_json(),
+                "entity": i.root.label(),
+                "cause": i.cause.name(),
+                "cost_s": i.cost_s,
+                "occurrences": i.occurrences,
+                "gvt_from": i.window.gvt_from,
+                "gvt_to": i.window.gvt_to,
+                "real_from": i.window.real_from_s,
+                "real_to": i.window.real_to_s,
+                "landed_at": l.landed_at,
+                "found_at": l.found_at,
+                "latency_s": l.found_at - l.landed_at,
+            })
+        }
         LiveFinding::Peer(x) => (
             x.entity.kind(),
             Some(x.entity.pe()),
-            format!("{:?}", x.entity),
+            x.entity.label(),
             x.signal,
             x.span,
             x.score,
@@ -249,6 +266,19 @@ fn live_line(l: &LiveAnomaly) -> serde_json::Value {
 /// The line printed for a live finding.
 fn live_text(v: &serde_json::Value) -> String {
     let num = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    if v["kind"] == "incident" {
+        return format!(
+            "live: incident: {} at {}, GVT {:.3}..{:.3} (real {:.3}..{:.3} s), {} occurrence(s), {:.3} PE-s so far",
+            v["cause"].as_str().unwrap_or(""),
+            v["entity"].as_str().unwrap_or(""),
+            num("gvt_from"),
+            num("gvt_to"),
+            num("real_from"),
+            num("real_to"),
+            v["occurrences"],
+            num("cost_s")
+        );
+    }
     format!(
         "live: {} {} at GVT {:.3}..{:.3} (real {:.3}..{:.3} s), score {:.1}",
         v["entity"].as_str().unwrap_or(""),

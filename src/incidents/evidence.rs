@@ -65,6 +65,8 @@ impl Evidence {
 
 /// A number with the digits that matter.
 pub fn short(x: f64) -> String {
+    // An empty sum of floats is -0.
+    let x = if x == 0.0 { 0.0 } else { x };
     if !x.is_finite() {
         return format!("{x}");
     }

@@ -189,6 +189,9 @@ pub struct VizStream {
     warned: bool,
     /// Packets emitted so far (rank 0).
     pub packets: u64,
+    /// Incident occurrences found since the last packet, and since the
+    /// start.
+    incidents: (u64, u64),
 }
 
 impl VizStream {
@@ -225,6 +228,7 @@ impl VizStream {
             metrics_new: BTreeMap::new(),
             warned: false,
             packets: 0,
+            incidents: (0, 0),
         })
     }
 
@@ -238,7 +242,10 @@ impl VizStream {
         mine: &[StreamStep],
         profiles: &RunProfiles,
         names: &GlobalNames,
+        incidents_found: u64,
     ) {
+        self.incidents.0 += incidents_found;
+        self.incidents.1 += incidents_found;
         let bytes = serde_json::to_vec(mine).unwrap_or_else(|_| b"[]".to_vec());
         let gathered = coll.gather_bytes_to_root(&bytes);
         for b in &gathered {
@@ -348,7 +355,9 @@ impl VizStream {
             "created_at": now,
             "io_step": step,
             "anomaly_metrics": metrics,
+            "incidents": {"found": self.incidents.0, "total": self.incidents.1},
         });
+        self.incidents.0 = 0;
         if !anomaly.is_empty() || !func.is_empty() {
             packet["anomaly_stats"] = json!({
                 "created_at": now,
@@ -500,8 +509,14 @@ impl LabelConsumer for LiveStatistics {
     fn step_done(&mut self, ctx: &RunContext<'_>, step: u64, any_data: bool) {
         let live = std::mem::take(&mut self.live);
         if any_data {
-            self.stream
-                .step(ctx.coll, step, &live, ctx.profiles, ctx.names);
+            self.stream.step(
+                ctx.coll,
+                step,
+                &live,
+                ctx.profiles,
+                ctx.names,
+                ctx.incidents_in_step,
+            );
         }
     }
 }

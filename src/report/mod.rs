@@ -1,9 +1,11 @@
 //! `chimbuko-mpi report`: a provenance file as one self-contained HTML page
-//! that a user copies to a laptop and opens offline — what ran and how
-//! healthy it was, which ranks and steps had the anomalies, every function
-//! with its model and runtimes, and each anomaly with its call stack and
-//! timeline (`docs/report.md`).
+//! that a user copies to a laptop and opens offline — the incidents that
+//! cost the run time first, then what ran and how healthy it was, which
+//! ranks and steps had the anomalies, every function with its model and
+//! runtimes, and each anomaly with its call stack and timeline
+//! (`docs/report.md`).
 //!
+//! - [`incidents`]: the Incidents view both pages open with;
 //! - [`tau`]: the page of a `run` (TAU traces, any detector);
 //! - [`ross`]: the page of a `ross` analysis;
 //! - [`charts`]: the static charts (SVG drawn with plotters);
@@ -13,6 +15,7 @@
 //! The room reads files only through `output` (HDF5 stays there).
 
 pub mod charts;
+pub mod incidents;
 pub mod page;
 pub mod ross;
 pub mod tau;

@@ -201,6 +201,11 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
         title: format!("chimbuko-mpi report (ROSS): {}", file.display()),
         warning: (!complete).then(|| "This analysis is incomplete (completed = 0).".to_owned()),
         sections: vec![
+            (
+                "incidents".into(),
+                "Incidents".into(),
+                super::incidents::incidents_section(&t.incidents, crate::incidents::Source::Ross),
+            ),
             ("overview".into(), "Overview".into(), overview),
             ("ranking".into(), "Ranking".into(), ranking),
             ("over-time".into(), "Over time".into(), run_wide),

@@ -1,6 +1,7 @@
-//! The report of a `run` (TAU traces): overview, ranking of ranks, anomalies
-//! over time, functions, the anomaly list with one anomaly's detail, and —
-//! for runs of the model detector — predicted against actual runtimes.
+//! The report of a `run` (TAU traces): incidents, overview, ranking of
+//! ranks, anomalies over time, functions, the anomaly list with one
+//! anomaly's detail, and — for runs of the model detector — predicted
+//! against actual runtimes.
 //!
 //! Everything comes from the provenance file through
 //! [`crate::output::read::Provenance`]; the headline numbers are those of
@@ -54,11 +55,18 @@ pub fn tau_page(p: &Provenance, file: &Path, file_bytes: u64) -> Page {
         .or_else(|| anomalies.iter().map(|r| r.entry).min())
         .unwrap_or(0);
 
-    let mut sections = vec![(
-        "overview".to_owned(),
-        "Overview".to_owned(),
-        overview(p, file, file_bytes, &anomalies),
-    )];
+    let mut sections = vec![
+        (
+            "incidents".to_owned(),
+            "Incidents".to_owned(),
+            super::incidents::incidents_section(&p.incidents, crate::incidents::Source::Tau),
+        ),
+        (
+            "overview".to_owned(),
+            "Overview".to_owned(),
+            overview(p, file, file_bytes, &anomalies),
+        ),
+    ];
     sections.push((
         "ranking".into(),
         "Ranking".into(),

@@ -14,9 +14,10 @@
 //! After each poll that brought new GVT samples, rank 0 compares the
 //! entities with their peers on the series so far and reports the windows
 //! it has not reported before (the *live* anomalies, provisional: a later
-//! sample can change an entity's usual distance from its peers), and the
+//! sample can change an entity's usual distance from its peers), the
 //! run-wide slowdowns found so far (stable: an interval is judged against
-//! the intervals before it only).
+//! the intervals before it only), and each incident or new occurrence of
+//! one (provisional: judged against the run's pace so far).
 //!
 //! The run ends, on every rank at once (rank 0's decision, shared by a
 //! reduction), when the final real-time samples (`ts = DBL_MAX`) of every
@@ -66,6 +67,9 @@ pub enum LiveFinding {
     Peer(PeerAnomaly),
     /// A slowdown of the whole run.
     RunWide(RunWideAnomaly),
+    /// An incident, or one more occurrence of one (provisional: the run's
+    /// usual pace is judged on the samples so far).
+    Incident(Box<crate::incidents::Incident>),
 }
 
 /// An anomaly found while following, with when it was seen.
@@ -157,6 +161,8 @@ pub fn follow(
     let mut last_growth = Instant::now();
     // (entity, or none for the whole run; signal; first interval).
     let mut reported: BTreeSet<(Option<Entity>, Signal, usize)> = BTreeSet::new();
+    // (cause, root, occurrences) of the incidents reported.
+    let mut reported_incidents: BTreeSet<(&'static str, String, u64)> = BTreeSet::new();
     let end = loop {
         // Files that appeared since the last poll (ROSS creates each at its
         // first flush).
@@ -247,6 +253,18 @@ pub fn follow(
                     if reported.insert((None, w.signal, w.first)) {
                         live(&LiveAnomaly {
                             finding: LiveFinding::RunWide(w),
+                            found_at: unix_now(),
+                            landed_at,
+                        });
+                    }
+                }
+                // Incidents (the event trace's hotspots come at the end).
+                let list = super::incidents::find(&f.series, &[], opts.incident_floor);
+                for i in list.incidents {
+                    let key = (i.cause.name(), i.root.label(), i.occurrences);
+                    if reported_incidents.insert(key) {
+                        live(&LiveAnomaly {
+                            finding: LiveFinding::Incident(Box::new(i)),
                             found_at: unix_now(),
                             landed_at,
                         });

@@ -162,6 +162,15 @@ impl Entity {
         }
     }
 
+    /// How people name it: `PE 0`, `PE 0 KP 1`, `LP 37 (PE 2, KP 1)`.
+    pub fn label(self) -> String {
+        match self {
+            Entity::Pe(p) => format!("PE {p}"),
+            Entity::Kp(p, k) => format!("PE {p} KP {k}"),
+            Entity::Lp(p, k, l) => format!("LP {l} (PE {p}, KP {k})"),
+        }
+    }
+
     /// Whether two entities are of the same kind (and so peers).
     pub fn same_kind(self, other: Entity) -> bool {
         self.kind() == other.kind()

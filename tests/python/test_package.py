@@ -367,3 +367,54 @@ def test_a_ross_file(installed, binary, tmp_path):
                          text=True, env=dict(os.environ, PYTHONPATH=str(site)))
     assert res.returncode == 0, res.stderr
     assert "ROSS anomalies: 3" in res.stdout
+
+
+def test_incidents_read_as_h5py_reads_them(installed, binary, tmp_path):
+    """A coupled run with one injected delay: the package's incident tables
+    equal h5py's, `incident(1)` holds its evidence and members, and the
+    floor's attributes are there."""
+    mod, _ = installed
+    sc = tmp_path / "c.toml"
+    sc.write_text("""
+kind = "coupled"
+seed = 3
+binary = "pkgring"
+ranks = 4
+iterations = 200
+exchange = "sendrecv"
+message_bytes = 1048576
+allreduce_every = 5
+
+[[phase]]
+name = "compute"
+runtime = { dist = "normal", mean = 1500, std = 30 }
+
+[[inject]]
+kind = "delay"
+rank = 2
+function = "compute"
+iterations = [50, 150]
+add_us = 20000
+""")
+    subprocess.run([binary, "synth", str(sc), "--out", str(tmp_path / "d"), "--engine", "BP4"],
+                   check=True, capture_output=True)
+    out = tmp_path / "p.h5"
+    subprocess.run(mpirun(2) + [binary, "run", "--quiet", "--input",
+                                str(tmp_path / "d" / "tau-metrics-pkgring-{rank}.bp"),
+                                "--out", str(out)], check=True, capture_output=True)
+    with mod.open(out) as p, h5py.File(out) as f:
+        inc = p.incidents
+        assert len(inc) == len(f["incidents"]) >= 1
+        assert list(inc["id"]) == list(f["incidents"]["id"])
+        assert inc.iloc[0]["cause"] == "slow_execution"
+        assert inc.iloc[0]["rank"] == 2 and inc.iloc[0]["func"] == "compute"
+        assert inc.iloc[0]["occurrences"] == 2
+        one = p.incident(1)
+        assert list(one["evidence"]["what"]) == [text(w) for w in
+                                                 f["incident_evidence"]["what"][:len(one["evidence"])]]
+        assert set(one["members"]["role"]) >= {"root", "propagated_wait"}
+        assert (one["members"]["incident"] == 1).all()
+        floor = p.incident_floor
+        assert floor["floor"] == pytest.approx(f.attrs["incident_floor"])
+        assert floor["total_rank_s"] > 0
+        assert "cost" in p.describe("incidents").index
