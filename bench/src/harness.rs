@@ -194,8 +194,8 @@ pub(crate) fn timing(s: &Value, phase: &str) -> f64 {
 
 pub(crate) const ALGORITHMS: [&str; 4] = ["modal", "sstd", "hbos", "copod"];
 /// The stages of a step, as the run's summary and `ad_perf` name them.
-pub(crate) const PHASES: [&str; 9] = [
-    "read", "agree", "build", "reduce", "label", "collect", "write", "trim", "status",
+pub(crate) const PHASES: [&str; 10] = [
+    "read", "agree", "build", "reduce", "label", "link", "collect", "write", "trim", "status",
 ];
 
 pub(crate) fn strings(v: &[&str]) -> Vec<String> {

@@ -25,8 +25,8 @@ pub(crate) fn latency(b: &mut Bench) -> anyhow::Result<()> {
             .iter()
             .map(|r| {
                 [
-                    r.read, r.agree, r.build, r.reduce, r.label, r.collect, r.write, r.trim,
-                    r.status,
+                    r.read, r.agree, r.build, r.reduce, r.label, r.link, r.collect, r.write,
+                    r.trim, r.status,
                 ][i] * 1e3
             })
             .collect();

@@ -13,6 +13,7 @@
 mod collectives;
 mod costmodel;
 mod harness;
+mod incidents;
 mod latency;
 mod manyfuncs;
 mod memory;
@@ -55,7 +56,7 @@ struct Args {
     /// Small sizes; check the quality bars (for CI).
     #[arg(long)]
     quick: bool,
-    /// Only these sections (reader, throughput, latency, collectives,
+    /// Only these sections (reader, throughput, latency, incidents, collectives,
     /// memory, manyfuncs, reduction, quality, ross, model, report);
     /// default all.
     #[arg(long)]
@@ -86,10 +87,11 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 11] = [
+    let sections: [(&str, Section); 12] = [
         ("reader", reader),
         ("throughput", throughput),
         ("latency", latency),
+        ("incidents", incidents::incidents),
         ("collectives", collectives),
         ("memory", memory),
         ("manyfuncs", manyfuncs),

@@ -838,6 +838,9 @@ fn close_top(th: &mut ThreadState, exit: u64, target: &mut CompletionTarget<'_>)
     };
     let at = out.executions.len();
     let index = at as u32;
+    if attach.comms.len > 0 {
+        out.with_comms.push(index);
+    }
     // Built straight into the vector (not in a local first and then
     // copied): this runs once per execution, and the copy of a freshly
     // written 112-byte local costs more than everything else here.

@@ -420,9 +420,10 @@ pub struct StepEvents {
     /// Executions completed this step, in the order their EXIT rows were
     /// processed (threads in the order their rows appear in the step).
     pub executions: Vec<Execution>,
-    /// Arena of the messages attached to this step's executions (read
-    /// through [`StepEvents::comms_of`]).
+    /// Arena of the executions' messages (see [`StepEvents::comms_of`]).
     pub comms: Vec<CommEvent>,
+    /// Indices (ascending) of the few executions that have messages.
+    pub with_comms: Vec<u32>,
     /// Arena of the counter samples attached to this step's executions
     /// (read through [`StepEvents::counters_of`]).
     pub counters: Vec<CounterEvent>,
@@ -527,6 +528,7 @@ impl StepEvents {
         self.thread_runs.clear();
         self.exec_of_entry.clear();
         self.carried.clear();
+        self.with_comms.clear();
     }
 
     /// Messages sent or received while `e` was the innermost open call

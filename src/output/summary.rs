@@ -84,10 +84,12 @@ pub struct CollectiveBytes {
     pub reduce: f64,
     /// Status exchange.
     pub status: f64,
+    /// The incident nodes' exchange (stage `link`).
+    pub link: f64,
 }
 
 impl CollectiveBytes {
-    /// Per-step averages of byte totals (agree, reduce, status).
+    /// Per-step averages of byte totals (agree, reduce, status, link).
     pub fn per_step(totals: &[u64], steps: u64) -> CollectiveBytes {
         let s = steps.max(1) as f64;
         let get = |i: usize| totals.get(i).copied().unwrap_or(0) as f64 / s;
@@ -95,6 +97,7 @@ impl CollectiveBytes {
             agree: get(0),
             reduce: get(1),
             status: get(2),
+            link: get(3),
         }
     }
 }

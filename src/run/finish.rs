@@ -109,11 +109,13 @@ impl Pipeline<'_> {
             st.timings.bytes(Stage::Agree),
             st.timings.bytes(Stage::Reduce),
             st.timings.bytes(Stage::Status),
+            st.timings.bytes(Stage::Link),
         ]);
         let traffic_in = coll.allreduce_max(&[
             st.timings.received(Stage::Agree),
             st.timings.received(Stage::Reduce),
             st.timings.received(Stage::Status),
+            st.timings.received(Stage::Link),
         ]);
         let mut summary = RunSummary {
             ad_ranks: coll.size(),

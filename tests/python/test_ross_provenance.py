@@ -21,7 +21,7 @@ COLUMNS = {
                        "senders_start", "senders_len"],
     "ross/evidence": ["anomaly", "interval", "value"],
     "ross/senders": ["anomaly", "lp", "events"],
-    "ross/entities": ["rank", "pe", "cost_s", "anomalies"],
+    "ross/entities": ["rank", "kind", "pe", "kp", "lp", "cost_s", "incidents", "anomalies"],
     "ross/series_stats": ["series", "kind", "pe", "kp", "lp", "signal", "count", "sum", "mean",
                           "std", "min", "max"],
     "ross/intervals": ["series", "pe", "interval", "gvt_from", "gvt_to", "real_from", "real_to"],

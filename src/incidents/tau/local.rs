@@ -5,7 +5,7 @@
 //! A stream is read by one AD rank from its start, so what it keeps here
 //! does not depend on how streams are spread over the AD ranks.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::node::{CallClass, MsgEnd, Node};
 use crate::events::{CommDirection, Execution, StepEvents};
@@ -86,11 +86,11 @@ impl SizeClasses {
 #[derive(Debug, Default)]
 pub struct StreamLinks {
     /// The next ordinal of each (sent?, peer, tag).
-    next: HashMap<(bool, u64, u64), u64>,
+    next: FxHashMap<(bool, u64, u64), u64>,
     /// This step's ordinal of each message in the step's arena.
     ordinals: Vec<u64>,
     /// Per global function that sends: its size classes.
-    sizes: HashMap<u32, SizeClasses>,
+    sizes: FxHashMap<u32, SizeClasses>,
 }
 
 impl StreamLinks {
@@ -112,10 +112,10 @@ impl StreamLinks {
             self.ordinals.push(*n);
             *n += 1;
         }
-        for e in &events.executions {
-            if e.attach.comms.is_empty() {
+        for &k in &events.with_comms {
+            let Some(e) = events.executions.get(k as usize) else {
                 continue;
-            }
+            };
             let sent = sent_bytes(events, e);
             if sent > 0 {
                 self.sizes.entry(e.function).or_default().add(sent);

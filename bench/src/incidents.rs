@@ -1,0 +1,188 @@
+//! Incident linking: what the `link` stage costs. Its share of the step
+//! time on `large.toml` (1 and 2 AD ranks, modal detector, every run's
+//! slowest-rank stage times from its summary), and on a 16-rank coupled
+//! ring with injected delays (`incidents-ring.toml --ranks 16`) the bytes
+//! the incident nodes' allgather sends and receives per AD rank and step at
+//! 2, 4, 8 and 16 AD ranks, with the incidents found (which must not
+//! change with the number of AD ranks).
+
+use serde_json::Value;
+
+use crate::harness::{f, num, timing, Bench, PHASES};
+
+/// The share of the step time that `link` took, and the anomalies per step.
+fn link_share(s: &Value) -> (f64, f64, f64) {
+    let all: f64 = PHASES.iter().map(|p| timing(s, p)).sum();
+    let link = timing(s, "link");
+    let steps = num(&s["steps"]).max(1.0);
+    (
+        link / all.max(1e-12),
+        link / steps * 1e3,
+        num(&s["anomalies"]) / steps,
+    )
+}
+
+/// Section: the cost of linking anomalies into incidents.
+pub(crate) fn incidents(b: &mut Bench) -> anyhow::Result<()> {
+    let extra: &[&str] = if b.quick {
+        &[
+            "--engine",
+            "BP5",
+            "--steps",
+            "3",
+            "--events-per-step",
+            "200000",
+        ]
+    } else {
+        &["--engine", "BP5"]
+    };
+    let large = b.synth("large", Some("large.toml"), extra)?;
+    let input = large
+        .join("tau-metrics-large-{rank}.bp")
+        .display()
+        .to_string();
+    let mut rows = Vec::new();
+    let mut alone_share: f64 = 0.0;
+    for np in [1usize, 2] {
+        let repeats = if b.quick { 1 } else { 3 };
+        let mut runs = Vec::new();
+        for _ in 0..repeats {
+            runs.push(b.run(
+                np,
+                &["--input".into(), input.clone(), "--no-provenance".into()],
+            )?);
+        }
+        runs.sort_by(|a, b| {
+            link_share(&a.summary)
+                .0
+                .total_cmp(&link_share(&b.summary).0)
+        });
+        let mid = &runs[runs.len() / 2].summary;
+        let (share, ms, per_step) = link_share(mid);
+        if np == 1 {
+            alone_share = share;
+        }
+        let all_ms: f64 =
+            PHASES.iter().map(|p| timing(mid, p)).sum::<f64>() / num(&mid["steps"]).max(1.0) * 1e3;
+        rows.push(vec![
+            np.to_string(),
+            f(num(&mid["steps"]), 0),
+            f(per_step, 0),
+            f(all_ms, 2),
+            f(ms, 3),
+            format!("{:.2} %", share * 100.0),
+            f(num(&mid["collective_bytes_received_per_step"]["link"]), 0),
+        ]);
+    }
+    b.section(
+        "Incident linking",
+        "**Share of the step.** The `link` stage (`docs/incidents.md`): each AD rank turns its \
+         streams' anomalies that were slower than their model into incident nodes, the AD ranks \
+         allgather them, and every rank links the same list. `large.toml` (modal detector, no \
+         provenance file), the run with the median link share of three; times are the slowest \
+         rank's, per step. Target: at most 5 % of the step time. On 1 AD rank the stage is \
+         all work (counting each stream's messages by partner and tag, encoding the slow \
+         anomalies, linking); from 2 AD ranks on its allgather is also the first collective \
+         after `build` and `label`, so its time includes waiting for the rank that finished \
+         them last (a wait the `status` exchange would otherwise absorb).",
+    );
+    b.table(
+        &[
+            "AD ranks",
+            "steps",
+            "anomalies/step",
+            "step ms",
+            "link ms",
+            "link share",
+            "link B received/step",
+        ],
+        &rows,
+    );
+    b.target(
+        "incident linking, `large.toml`, 1 AD rank",
+        "≤ 5 % of the step time",
+        format!("{:.2} %", alone_share * 100.0),
+        alone_share <= 0.05,
+    );
+
+    // The exchange at 2–16 AD ranks: a 16-rank ring with injected delays.
+    let ring = b.synth(
+        "incidents-ring16",
+        Some("incidents-ring.toml"),
+        &["--ranks", "16"],
+    )?;
+    let input = ring
+        .join("tau-metrics-incidents_ring-{rank}.bp")
+        .display()
+        .to_string();
+    let mut rows = Vec::new();
+    let mut listed: Option<String> = None;
+    let mut same = true;
+    let counts: &[usize] = if b.quick { &[2, 4] } else { &[2, 4, 8, 16] };
+    for &np in counts {
+        let r = b.run(
+            np,
+            &["--input".into(), input.clone(), "--no-provenance".into()],
+        )?;
+        let s = &r.summary;
+        let steps = num(&s["steps"]).max(1.0);
+        let incidents = &s["incidents"];
+        let key = incidents["incidents"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|i| format!("{}:{}:{}", i["cause"], i["root"], i["cost_s"]))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            })
+            .unwrap_or_default();
+        match &listed {
+            None => listed = Some(key),
+            Some(k) => same &= *k == key,
+        }
+        rows.push(vec![
+            np.to_string(),
+            f(steps, 0),
+            f(num(&s["anomalies"]) / steps, 1),
+            f(num(&s["collective_bytes_per_step"]["link"]), 0),
+            f(num(&s["collective_bytes_received_per_step"]["link"]), 0),
+            f(timing(s, "link") / steps * 1e3, 3),
+            incidents["incidents"]
+                .as_array()
+                .map_or(0, |a| a.len())
+                .to_string(),
+        ]);
+    }
+    b.note(
+        "**The exchange at 2–16 AD ranks.** `incidents-ring.toml --ranks 16` (16 application \
+         ranks in a `MPI_Sendrecv` ring with an `MPI_Allreduce` every 5 iterations; delayed \
+         ranks, a slow callee, oversized messages and stalls inside MPI injected), analysed by \
+         2 to 16 AD ranks (oversubscribed on this machine: the times mean little, the byte \
+         counts are exact). Bytes are the most any AD rank sent or received per step. A rank \
+         sends its own streams' nodes (a node is 16 words plus 3 per message it sent or \
+         received, 8 bytes each) and receives every rank's, so what it receives is the \
+         run's anomalies of the step, whatever the number of AD ranks; what it sends shrinks \
+         as its share of the streams does.",
+    );
+    b.table(
+        &[
+            "AD ranks",
+            "steps",
+            "anomalies/step",
+            "link B sent/step",
+            "link B received/step",
+            "link ms/step",
+            "incidents listed",
+        ],
+        &rows,
+    );
+    b.note(&format!(
+        "Incidents listed identical at every AD rank count: {}.",
+        if same { "yes" } else { "no" }
+    ));
+    if !same {
+        b.missed
+            .push("incidents differ between AD rank counts".to_string());
+    }
+    Ok(())
+}
