@@ -77,8 +77,12 @@ pub fn short(x: f64) -> String {
         format!("{x:.1}")
     } else if a >= 0.1 {
         format!("{x:.2}")
+    } else if a >= 1e-4 {
+        // Three significant digits, in plain decimals (0.0878, 0.00387).
+        let decimals = (2.0 - a.log10().floor()) as usize;
+        format!("{x:.decimals$}")
     } else {
-        format!("{x:.3e}")
+        format!("{x:.2e}")
     }
 }
 

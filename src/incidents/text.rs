@@ -84,15 +84,18 @@ pub fn incident_text(i: &Incident, unit: &str) -> String {
         let _ = writeln!(out, "      evidence: {}", ev.join("; "));
     }
     let parts: Vec<String> = [
-        (Role::CoDelay, "co-delays"),
-        (Role::PropagatedWait, "propagated waits"),
-        (Role::EnclosingCall, "enclosing calls"),
-        (Role::Rollback, "rollbacks"),
-        (Role::OtherEffect, "other effects"),
+        (Role::CoDelay, "co-delay"),
+        (Role::PropagatedWait, "propagated wait"),
+        (Role::EnclosingCall, "enclosing call"),
+        (Role::Rollback, "rollback"),
+        (Role::OtherEffect, "other effect"),
     ]
     .iter()
     .filter(|(r, _)| i.counts.get(*r) > 0)
-    .map(|(r, name)| format!("{} {name}", i.counts.get(*r)))
+    .map(|(r, name)| {
+        let n = i.counts.get(*r);
+        format!("{n} {name}{}", if n == 1 { "" } else { "s" })
+    })
     .collect();
     let whom = if i.source == Source::Ross {
         "PEs"

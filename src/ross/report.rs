@@ -305,11 +305,21 @@ impl RossReport {
         out
     }
 
-    /// The incidents as text, then the anomalies ([`RossReport::text`]).
+    /// The run's line, its incidents, then the anomalies
+    /// ([`RossReport::text`]).
     pub fn full_text(&self, f: &Findings) -> String {
-        let mut out =
-            crate::incidents::text::list_text(&f.incidents, crate::incidents::Source::Ross, 10);
-        out.push_str(&self.text());
+        let text = self.text();
+        let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        let mut out = format!("{head}\n");
+        out.push_str(&crate::incidents::text::list_text(
+            &f.incidents,
+            crate::incidents::Source::Ross,
+            10,
+        ));
+        if !rest.is_empty() {
+            out.push_str("anomalies:\n");
+            out.push_str(rest);
+        }
         out
     }
 }
