@@ -12,6 +12,7 @@
 
 mod collectives;
 mod costmodel;
+mod document;
 mod harness;
 mod incidents;
 mod latency;
@@ -34,6 +35,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Parser;
 
+use crate::document::{Document, RunRow};
 use crate::harness::{machine, today, Bench, Section};
 use crate::{
     collectives::collectives, latency::latency, manyfuncs::manyfuncs, memory::memory,
@@ -109,39 +111,42 @@ fn main() -> anyhow::Result<()> {
             eprintln!("bench: {name} done in {:.0} s", t.elapsed().as_secs_f64());
         }
     }
-    let command = if a.quick {
-        "scripts/bench.sh --quick"
-    } else {
-        "scripts/bench.sh"
-    };
-    let mut doc = format!(
-        "# Benchmarks\n\nSpeed, scale, memory and detection quality of chimbuko-mpi, as measured by \
-         `{command}` (the `chimbuko-bench` harness in `bench/`: it generates the scenarios with \
-         `chimbuko-mpi synth`, runs `chimbuko-mpi run` under mpirun on the release build, and \
-         writes this file and the plots in `docs/img/`). Nothing here is asserted by the tests; \
-         `scripts/bench.sh --quick` runs in CI and checks only that each section runs and that \
-         the detection quality stays above the bars.\n\n\
-         - Machine: {} (Debian 12, Open MPI 4.1, HDF5 1.10 (openmpi), ADIOS2 2.12 from the Python wheel)\n\
-         - Date: {}\n- Command: `{command}` ({:.0} s)\n",
-        machine(),
-        today(),
+    let mut command = String::from("scripts/bench.sh");
+    if a.quick {
+        command.push_str(" --quick");
+    }
+    for o in &a.only {
+        command.push_str(&format!(" --only {o}"));
+    }
+    eprintln!(
+        "bench: sections took {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    if !b.targets.is_empty() {
-        doc.push_str(
-            "\n## Targets\n\nThe project's targets against this run's measurements (each \
-             explained in its section below).\n",
-        );
-        let rows: Vec<Vec<String>> = b.targets.iter().map(|r| r.to_vec()).collect();
-        let report = std::mem::take(&mut b.report);
-        b.table(&["what", "target", "measured", "met"], &rows);
-        doc.push_str(&std::mem::replace(&mut b.report, report));
-    }
-    doc.push_str(&b.report);
-    doc.push_str(
-        &std::fs::read_to_string(b.root.join("docs/benchmarks-notes.md")).unwrap_or_default(),
-    );
+    let run = RunRow {
+        sections: None,
+        date: today(),
+        machine: machine(),
+        command,
+    };
+    let notes =
+        std::fs::read_to_string(b.root.join("docs/benchmarks-notes.md")).unwrap_or_default();
+    let made = Document::sections_of(&b.report);
+    let targets = std::mem::take(&mut b.targets);
     let out = a.docs.join("benchmarks.md");
+    let doc = match std::fs::read_to_string(&out) {
+        // A run of some sections keeps the others of the document there is.
+        Ok(old) if !a.only.is_empty() => {
+            let mut doc = Document::parse(&old, &notes);
+            doc.merge(made, targets, run);
+            doc
+        }
+        _ => Document {
+            runs: vec![run],
+            targets,
+            sections: made,
+        },
+    };
+    let doc = doc.render(&notes);
     std::fs::write(&out, doc)?;
     eprintln!("bench: wrote {}", out.display());
     if !b.missed.is_empty() {
