@@ -1,6 +1,7 @@
 //! The shape of the code, as `docs/architecture.md` describes it: which
 //! room may import which, where MPI, HDF5, ADIOS2, clap and `unsafe` may
-//! appear, and how long a file may be without saying why. Unit-test modules
+//! appear, how long a file may be without saying why, and which test files
+//! belong to the mpirun tier (their names end in `_mpi`). Unit-test modules
 //! (everything from a file's first `#[cfg(test)]` line on) are exempt from
 //! the import rules.
 
@@ -228,10 +229,17 @@ fn exclusive_rooms_are_exclusive() {
     within("libc::", &["sys/"]);
 }
 
+/// The integration tests' folder.
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
 #[test]
 fn long_files_say_why() {
     let mut unexplained = Vec::new();
-    for f in rust_files(&src()) {
+    let mut files = rust_files(&src());
+    files.extend(rust_files(&tests_dir()));
+    for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         let lines = text.lines().count();
         let top: String = text
@@ -248,4 +256,34 @@ fn long_files_say_why() {
         "files over 600 lines without `is long because` at the top:\n{}",
         unexplained.join("\n")
     );
+}
+
+/// `scripts/test-fast.sh` runs every integration test file whose name does
+/// not end in `_mpi`; this keeps the name honest both ways, so a new test
+/// file lands in the right tier without editing a list.
+#[test]
+fn test_files_that_launch_mpirun_and_only_those_end_in_mpi() {
+    let mut wrong = Vec::new();
+    for entry in std::fs::read_dir(tests_dir()).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "architecture" {
+            continue; // this file names mpirun only to look for it
+        }
+        // `common::mpirun(n)`, or a job script run through `mpirun-*.sh`.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let launches = text.contains("mpirun(") || text.contains("\"mpirun");
+        match (name.ends_with("_mpi"), launches) {
+            (false, true) => {
+                wrong.push(format!("{name}.rs launches mpirun: name it {name}_mpi.rs"))
+            }
+            (true, false) => wrong.push(format!("{name}.rs launches no mpirun: drop `_mpi`")),
+            _ => {}
+        }
+    }
+    wrong.sort();
+    assert!(wrong.is_empty(), "test tiers:\n{}", wrong.join("\n"));
 }

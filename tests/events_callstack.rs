@@ -1,6 +1,10 @@
 //! Rebuilding executions from TAU rows (`chimbuko_mpi::events`): exact
 //! outcomes on hand-built steps, every kind of broken input, GPU pairing,
 //! and the real TAU fixture.
+//!
+//! The file is long because each way a call stack can break (missing
+//! entries or exits, interleaved threads, GPU rows without partners) has its
+//! own exact test on one shared hand-built map of names.
 
 mod common;
 

@@ -1,7 +1,10 @@
 //! Faults under mpirun: broken, stalled or dying streams, a dying AD rank,
-//! SIGTERM, bad input rows, an output file system that fills up. The AD
-//! finishes what it can, never hangs, and the provenance file says what
-//! happened.
+//! SIGTERM, bad input rows, an output file system that fills up, streams
+//! that appear late or never. The AD finishes what it can, never hangs,
+//! and the provenance file says what happened.
+//!
+//! The file is long because each fault needs its own run under mpirun,
+//! with its own way of breaking things and its own checks.
 
 mod common;
 
@@ -580,4 +583,61 @@ fn a_stalled_stream_costs_the_waiting_ranks_no_cpu() {
     let states = stream_states(&p);
     assert_eq!(states[1].0, "stalled", "{states:?}\n{err}");
     assert!(cpu < 5.0, "{cpu:.1} s of CPU over a 10 s stall\n{err}");
+}
+
+#[test]
+fn waiting_for_late_streams_says_so_and_costs_no_cpu() {
+    // 4 streams announced, 2 there: rank 0 reports progress while it
+    // waits, the other rank sleeps, nobody waits twice, missing streams
+    // fail.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    run_ok(
+        std::process::Command::new(exe())
+            .args([
+                "synth",
+                "--steps",
+                "2",
+                "--ranks",
+                "2",
+                "--events-per-step",
+                "300",
+                "--out",
+            ])
+            .arg(&data),
+    );
+    let before = children_cpu_seconds();
+    let start = Instant::now();
+    let out = mpirun(2)
+        .arg(exe())
+        .args([
+            "run",
+            "--no-provenance",
+            "--app-ranks",
+            "4",
+            "--open-timeout",
+            "8",
+            "--input",
+        ])
+        .arg(data.join("tau-metrics-demo-{rank}.bp"))
+        .output()
+        .unwrap();
+    let waited = start.elapsed();
+    let cpu = children_cpu_seconds() - before;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("waiting for streams: 2 of 4 found after 5 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 of 4 stream(s) found within the open timeout"),
+        "{err}"
+    );
+    assert!(
+        waited < Duration::from_secs(8 + 12),
+        "one wait, not two: {waited:?}"
+    );
+    // Spinning in MPI while rank 0 waits would burn ~8 s of CPU.
+    assert!(cpu < 4.0, "{cpu:.1} s of CPU while waiting\n{err}");
 }

@@ -3,6 +3,9 @@
 //! reference's section 7, ROSS's printed totals (parsed, not hard-coded) as
 //! oracles, and every kind of damage reported with the file and byte offset
 //! after the good records before it.
+//!
+//! The file is long because each instrumentation mode of ROSS, each of its
+//! five real fixture runs and each kind of damage has its own exact test.
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,10 @@
 //! relations real ROSS output holds (reference §7), are deterministic,
 //! flush like ROSS, carry the injected anomalies where the ground truth
 //! says, and the CLI writes them end to end.
+//!
+//! The file is long because the relations of real ROSS output, the
+//! determinism and flushing, each injected anomaly kind against its ground
+//! truth and the CLI end to end each need their own exact test.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

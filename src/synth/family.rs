@@ -1,51 +1,11 @@
 //! Families of functions that differ by name only (`[[family]]` in a
 //! scenario), as template instantiations do in C++ codes: the scenario's
-//! side (the table, its members added as functions) and the generator's
-//! (drawing the member a call calls).
-
-use serde::Deserialize;
+//! side (its members added as functions; the table is
+//! `scenario::FamilySpec`) and the generator's (drawing the member a call
+//! calls).
 
 use super::rng::Rng;
-use super::scenario::{Dist, FunctionSpec, Scenario};
-
-/// `count` functions named `<name><k>` (k = 0 … count − 1) with the same
-/// self-time distribution; a child call naming the family calls one member,
-/// drawn by a Zipf law (member `k` with weight `1 / (k + 1)^zipf`): a few
-/// members are called often, most of them rarely, and the rare ones are
-/// first seen in late steps.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FamilySpec {
-    /// Family name; members are `<name><k>` (e.g. `kernel<42>`).
-    pub name: String,
-    /// Number of members (≥ 1).
-    pub count: usize,
-    /// Self time of every member's executions, µs.
-    pub runtime: Dist,
-    /// Zipf exponent of the member draw (≥ 0; 0 = uniform; default 1).
-    #[serde(default = "unit")]
-    pub zipf: f64,
-    /// Rotate the members by application rank, so that ranks call
-    /// different members most (default false: every rank the same).
-    #[serde(default)]
-    pub by_rank: bool,
-    /// Move the members by this many places each step (default 0): the
-    /// popular members change over the run, as in a code that goes through
-    /// phases using other instantiations, so new names keep coming.
-    #[serde(default)]
-    pub rotate_per_step: usize,
-}
-
-impl FamilySpec {
-    /// The name of member `k`.
-    pub fn member(&self, k: usize) -> String {
-        format!("{}<{k}>", self.name)
-    }
-}
-
-fn unit() -> f64 {
-    1.0
-}
+use super::scenario::{FamilySpec, FunctionSpec, Scenario};
 
 /// Adds every family's members to the scenario's functions, after its
 /// `[[function]]`s (each member: the family's self time, no children).

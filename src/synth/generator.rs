@@ -394,7 +394,7 @@ impl<'a> RankGenerator<'a> {
         let t = &mut self.threads[ti];
         let mut x = match (&spec.runtime_law, &spec.runtime) {
             (Some(l), _) => law::sample(l, inputs, &mut t.rng),
-            (None, Some(d)) => t.rng.sample(d),
+            (None, Some(d)) => d.sample(&mut t.rng),
             // Refused by validation; a zero self time is raised to the floor.
             (None, None) => 0.0,
         };
@@ -492,9 +492,9 @@ impl<'a> RankGenerator<'a> {
             let v = match frame.law_counter {
                 Some(v) if self.c.law_counter[frame.func] == Some(k) => v,
                 _ => law::as_count(
-                    self.threads[ti]
-                        .rng
-                        .sample(&self.sc.functions[frame.func].counters[k].value),
+                    self.sc.functions[frame.func].counters[k]
+                        .value
+                        .sample(&mut self.threads[ti].rng),
                 ),
             };
             let back = (frame.last_chunk / 2).max(1);

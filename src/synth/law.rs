@@ -46,8 +46,8 @@ pub fn draw_inputs(f: &FunctionSpec, rng: &mut Rng) -> CallInputs {
     let bytes = f
         .message_bytes
         .as_ref()
-        .map_or(0, |d| as_count(rng.sample(d)));
-    let counter = law_counter(f).map(|k| as_count(rng.sample(&f.counters[k].value)));
+        .map_or(0, |d| as_count(d.sample(rng)));
+    let counter = law_counter(f).map(|k| as_count(f.counters[k].value.sample(rng)));
     CallInputs { bytes, counter }
 }
 

@@ -17,6 +17,7 @@ pub mod coupled;
 pub mod family;
 pub mod generator;
 pub mod law;
+mod load;
 mod local_names;
 pub mod rng;
 pub mod ross;

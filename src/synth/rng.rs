@@ -1,7 +1,6 @@
 //! A small deterministic PRNG (xoshiro256**, seeded by splitmix64) so that a
 //! scenario and seed give the same trace on every machine and version.
 
-use super::scenario::Dist;
 use crate::util::hash::splitmix64;
 
 /// xoshiro256** state (with a spare normal deviate from Box–Muller pairs).
@@ -67,33 +66,9 @@ impl Rng {
         r * c
     }
 
-    /// A draw from `d`.
-    pub fn sample(&mut self, d: &Dist) -> f64 {
-        match d {
-            Dist::Constant { value } => *value,
-            Dist::Normal { mean, std } => mean + std * self.normal(),
-            Dist::Lognormal { median, sigma } => median * (sigma * self.normal()).exp(),
-            Dist::Multimodal { modes } => {
-                let pick = &modes[self.weighted(modes.iter().map(|m| m.weight))];
-                pick.mean + pick.std * self.normal()
-            }
-            Dist::LognormalModes { modes } => {
-                let pick = &modes[self.weighted(modes.iter().map(|m| m.weight))];
-                pick.median * (pick.sigma * self.normal()).exp()
-            }
-            Dist::Choice { values, weights } => {
-                let i = match weights {
-                    Some(w) => self.weighted(w.iter().copied()),
-                    None => self.below(values.len() as u64) as usize,
-                };
-                values[i]
-            }
-        }
-    }
-
     /// Index of a weighted pick (weights > 0, at least one): one uniform
     /// draw, the last index if rounding leaves the draw past the total.
-    fn weighted(&mut self, weights: impl Iterator<Item = f64> + Clone) -> usize {
+    pub(super) fn weighted(&mut self, weights: impl Iterator<Item = f64> + Clone) -> usize {
         let total: f64 = weights.clone().sum();
         let mut u = self.uniform() * total;
         let mut last = 0;
@@ -111,6 +86,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::synth::scenario::Dist;
 
     #[test]
     fn deterministic_and_distinct_streams() {
@@ -139,7 +115,7 @@ mod tests {
             weights: Some(vec![9.0, 1.0]),
         };
         let big = (0..n)
-            .map(|_| r.sample(&choice))
+            .map(|_| choice.sample(&mut r))
             .inspect(|x| assert!(*x == 64.0 || *x == 1e6))
             .filter(|x| *x == 1e6)
             .count();
@@ -148,7 +124,7 @@ mod tests {
             values: vec![1.0, 2.0, 3.0, 4.0],
             weights: None,
         };
-        let ones = (0..n).filter(|_| r.sample(&equal) == 1.0).count();
+        let ones = (0..n).filter(|_| equal.sample(&mut r) == 1.0).count();
         assert!((ones as f64 / n as f64 - 0.25).abs() < 0.01, "{ones}");
         let modes = Dist::LognormalModes {
             modes: vec![
@@ -165,7 +141,7 @@ mod tests {
             ],
         };
         // The modes are apart by 2^9: above 2^17, nearly only the large one.
-        let large = (0..n).filter(|_| r.sample(&modes) > 131072.0).count();
+        let large = (0..n).filter(|_| modes.sample(&mut r) > 131072.0).count();
         assert!((large as f64 / n as f64 - 0.07).abs() < 0.005, "{large}");
     }
 }

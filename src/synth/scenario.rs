@@ -3,10 +3,11 @@
 //! See `scenarios/demo.toml` for an annotated example, and
 //! `scenarios/modelled.toml` for runtime laws (self time as a function of
 //! message size or of a counter; checked and evaluated in [`super::law`]).
-
-use std::collections::HashMap;
+//! These are the types and their draws; `load.rs` parses and checks a file.
 
 use serde::Deserialize;
+
+use super::rng::Rng;
 
 /// Built-in demo scenario, used when no scenario file is given.
 pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.toml");
@@ -57,6 +58,32 @@ pub enum Dist {
         #[serde(default)]
         weights: Option<Vec<f64>>,
     },
+}
+
+impl Dist {
+    /// A draw from the distribution.
+    pub fn sample(&self, rng: &mut Rng) -> f64 {
+        match self {
+            Dist::Constant { value } => *value,
+            Dist::Normal { mean, std } => mean + std * rng.normal(),
+            Dist::Lognormal { median, sigma } => median * (sigma * rng.normal()).exp(),
+            Dist::Multimodal { modes } => {
+                let pick = &modes[rng.weighted(modes.iter().map(|m| m.weight))];
+                pick.mean + pick.std * rng.normal()
+            }
+            Dist::LognormalModes { modes } => {
+                let pick = &modes[rng.weighted(modes.iter().map(|m| m.weight))];
+                pick.median * (pick.sigma * rng.normal()).exp()
+            }
+            Dist::Choice { values, weights } => {
+                let i = match weights {
+                    Some(w) => rng.weighted(w.iter().copied()),
+                    None => rng.below(values.len() as u64) as usize,
+                };
+                values[i]
+            }
+        }
+    }
 }
 
 /// One lognormal mode of a [`Dist::LognormalModes`] mixture.
@@ -356,7 +383,7 @@ pub struct Scenario {
     /// Families of many functions that differ by name only (`[[family]]`
     /// tables), as template instantiations do in C++ codes.
     #[serde(rename = "family", default)]
-    pub families: Vec<super::family::FamilySpec>,
+    pub families: Vec<FamilySpec>,
 }
 
 /// Ranks whose self times are `factor` times longer, for all functions or
@@ -399,140 +426,40 @@ impl Scenario {
             .unwrap_or(1);
         self.events_per_step.saturating_mul(factor)
     }
+}
 
-    /// Parses a scenario file's text and [validates](Scenario::validate) it;
-    /// the members of its families become functions of their own, after
-    /// the `[[function]]`s.
-    pub fn from_toml(text: &str) -> anyhow::Result<Scenario> {
-        let mut s: Scenario = toml::from_str(text)?;
-        s.validate()?;
-        super::family::add_members(&mut s);
-        Ok(s)
-    }
+/// `count` functions named `<name><k>` (k = 0 … count − 1) with the same
+/// self-time distribution; a child call naming the family calls one member,
+/// drawn by a Zipf law (member `k` with weight `1 / (k + 1)^zipf`): a few
+/// members are called often, most of them rarely, and the rare ones are
+/// first seen in late steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilySpec {
+    /// Family name; members are `<name><k>` (e.g. `kernel<42>`).
+    pub name: String,
+    /// Number of members (≥ 1).
+    pub count: usize,
+    /// Self time of every member's executions, µs.
+    pub runtime: Dist,
+    /// Zipf exponent of the member draw (≥ 0; 0 = uniform; default 1).
+    #[serde(default = "unit")]
+    pub zipf: f64,
+    /// Rotate the members by application rank, so that ranks call
+    /// different members most (default false: every rank the same).
+    #[serde(default)]
+    pub by_rank: bool,
+    /// Move the members by this many places each step (default 0): the
+    /// popular members change over the run, as in a code that goes through
+    /// phases using other instantiations, so new names keep coming.
+    #[serde(default)]
+    pub rotate_per_step: usize,
+}
 
-    /// Checks references and ranges so generation cannot fail half-way.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        use anyhow::{bail, ensure};
-        ensure!(self.ranks >= 1, "ranks must be at least 1");
-        ensure!(self.threads >= 1, "threads must be at least 1");
-        ensure!(self.steps >= 1, "steps must be at least 1");
-        ensure!(
-            self.events_per_step >= 2,
-            "events_per_step must be at least 2"
-        );
-        for b in &self.bursts {
-            ensure!(b.factor >= 1, "burst factor must be at least 1");
-        }
-        let mut names = HashMap::new();
-        for (i, f) in self.functions.iter().enumerate() {
-            if names.insert(f.name.as_str(), i).is_some() {
-                bail!("function {:?} is defined twice", f.name);
-            }
-            super::law::check_function(f)?;
-            for c in &f.counters {
-                check_dist(&c.value, &format!("{} counter {}", f.name, c.name))?;
-            }
-            for (k, c) in f.comm.iter().enumerate() {
-                ensure!(
-                    c.bytes.is_some() || f.message_bytes.is_some(),
-                    "function {:?}: comm entry {} has no `bytes` and the function no `message_bytes`",
-                    f.name,
-                    k + 1
-                );
-                if let Partner::Named(n) = &c.partner {
-                    ensure!(
-                        n == "next" || n == "prev",
-                        "function {:?}: comm partner must be \"next\", \"prev\" or a rank number, not {n:?}",
-                        f.name
-                    );
-                }
-            }
-        }
-        for fam in &self.families {
-            ensure!(
-                fam.count >= 1,
-                "family {:?}: count must be at least 1",
-                fam.name
-            );
-            ensure!(
-                fam.zipf >= 0.0 && fam.zipf.is_finite(),
-                "family {:?}: zipf must be a number ≥ 0",
-                fam.name
-            );
-            ensure!(
-                !names.contains_key(fam.name.as_str()),
-                "family {:?} has the name of a function",
-                fam.name
-            );
-            check_dist(&fam.runtime, &format!("family {} runtime", fam.name))?;
-        }
-        let is_family = |n: &str| self.families.iter().any(|f| f.name == n);
-        let known = |n: &str, what: &str| -> anyhow::Result<()> {
-            ensure!(
-                names.contains_key(n),
-                "{what} refers to unknown function {n:?}"
-            );
-            Ok(())
-        };
-        known(&self.root, "root")?;
-        for w in &self.wrappers {
-            known(w, "wrappers")?;
-            ensure!(
-                *w != self.root,
-                "the root function cannot also be a wrapper"
-            );
-        }
-        for f in &self.functions {
-            for c in &f.children {
-                if !is_family(&c.function) {
-                    known(&c.function, &format!("function {:?} children", f.name))?;
-                }
-            }
-        }
-        self.check_acyclic(&names)?;
-        for a in &self.anomalies {
-            known(&a.function, "anomaly")?;
-            ensure!(
-                (0.0..=1.0).contains(&a.rate),
-                "anomaly rate must be in [0, 1]"
-            );
-            ensure!(
-                a.factor > 0.0 && a.add_us >= 0.0,
-                "anomaly factor must be > 0 and add_us >= 0"
-            );
-            super::law::check_anomaly(a, &self.functions[names[a.function.as_str()]])?;
-        }
-        Ok(())
-    }
-
-    fn check_acyclic(&self, names: &HashMap<&str, usize>) -> anyhow::Result<()> {
-        // Depth-first search with colours: 0 unvisited, 1 on stack, 2 done.
-        fn visit(
-            i: usize,
-            s: &Scenario,
-            names: &HashMap<&str, usize>,
-            colour: &mut [u8],
-        ) -> anyhow::Result<()> {
-            match colour[i] {
-                1 => anyhow::bail!("call tree has a cycle through {:?}", s.functions[i].name),
-                2 => return Ok(()),
-                _ => {}
-            }
-            colour[i] = 1;
-            // Family members call nothing: a family ends the path.
-            for c in &s.functions[i].children {
-                if let Some(&j) = names.get(c.function.as_str()) {
-                    visit(j, s, names, colour)?;
-                }
-            }
-            colour[i] = 2;
-            Ok(())
-        }
-        let mut colour = vec![0u8; self.functions.len()];
-        for i in 0..self.functions.len() {
-            visit(i, self, names, &mut colour)?;
-        }
-        Ok(())
+impl FamilySpec {
+    /// The name of member `k`.
+    pub fn member(&self, k: usize) -> String {
+        format!("{}<{k}>", self.name)
     }
 }
 

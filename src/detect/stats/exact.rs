@@ -313,6 +313,17 @@ pub struct ExactMoments {
 pub const MOMENT_SUM_WORDS: usize = 2 + 4 + 4 + 8 + 8;
 
 impl ExactMoments {
+    /// The sums as [`super::narrow`] takes them.
+    pub(crate) fn sums_128(&self) -> super::narrow::PowerSums128<'_> {
+        super::narrow::PowerSums128 {
+            n: self.n,
+            s1: self.s1,
+            s2: self.s2,
+            s3: &self.s3.0,
+            s4: &self.s4.0,
+        }
+    }
+
     /// Adds one value (below 2^44, the range the sums are sized for).
     // Always inlined: called up to three times per execution (the model,
     // the inclusive and the exclusive profile).
@@ -701,7 +712,7 @@ impl Moments for ExactMoments {
     /// The 512-bit default's answer, in 128-bit integers when they suffice
     /// (see [`super::narrow`]): the same bits.
     fn skewness(&self) -> f64 {
-        super::narrow::shape(self).map_or_else(|| self.sums().skewness(), |s| s.0)
+        super::narrow::shape(&self.sums_128()).map_or_else(|| self.sums().skewness(), |s| s.0)
     }
 
     fn kurtosis(&self) -> f64 {
@@ -709,7 +720,7 @@ impl Moments for ExactMoments {
     }
 
     fn skewness_kurtosis(&self) -> (f64, f64) {
-        super::narrow::shape(self).unwrap_or_else(|| self.sums().shape())
+        super::narrow::shape(&self.sums_128()).unwrap_or_else(|| self.sums().shape())
     }
 
     #[inline]

@@ -24,7 +24,7 @@
 use super::exact::ExactMoments;
 use super::exact::Moments;
 use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
-use super::rebin::{rebin_into, Piece};
+use super::rebin::Piece;
 use crate::detect::Wire;
 use crate::util::slots::Touched;
 
@@ -237,7 +237,7 @@ impl FineHist {
         h.reset_grid(min, max, width, filled)?;
         filled.clear();
         let pieces = self.buckets().map(|(lo, hi, c)| Piece::integers(lo, hi, c));
-        rebin_into(pieces, h, filled);
+        h.rebin_into(pieces, filled);
         Ok(())
     }
 

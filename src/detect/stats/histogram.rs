@@ -157,6 +157,57 @@ pub struct Histogram {
 }
 
 impl Histogram {
+    /// [`rebin`] of `pieces` onto the bins of this histogram (zero counts,
+    /// e.g. from [`Histogram::reset_grid`]), into `counts`; the bins that
+    /// received counts are appended to `filled`, in increasing order.
+    ///
+    /// The same result as `rebin(pieces, &self.edges())`, without walking every
+    /// bin: a bin whose upper edge lies below the current piece receives
+    /// nothing and leaves the piece as it is, and the upper edges
+    /// `start + (b+1)·width` never decrease with `b` (except, perhaps, for
+    /// the last one, `max`, which is always visited), so the walk jumps over
+    /// such runs of bins, to the first whose upper edge reaches the piece
+    /// (found from the bin width, then checked against the edges). The work
+    /// then follows the pieces — a few dozen fine buckets — not the bins (200
+    /// for HBOS).
+    pub fn rebin_into(&mut self, pieces: impl IntoIterator<Item = Piece>, filled: &mut Vec<usize>) {
+        let h = self;
+        let n = h.nbin();
+        let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0);
+        let mut current: Option<Piece> = pieces.next();
+        let mut b = 0;
+        while b < n {
+            let Some(p) = current else {
+                break;
+            };
+            if b + 1 < n && p.above(h.upper_edge(b)) {
+                // The first bin (at most the last) whose upper edge reaches p:
+                // from where the bin width puts p, a step or two either way.
+                let from = b;
+                let guess = ((p.low() - h.start) / h.bin_width) as usize;
+                b = guess.saturating_sub(1).clamp(from + 1, n - 1);
+                while b + 1 < n && p.above(h.upper_edge(b)) {
+                    b += 1;
+                }
+                while b > from + 1 && !p.above(h.upper_edge(b - 1)) {
+                    b -= 1;
+                }
+            }
+            // From here on, `rebin`'s step for bin b, with its edges.
+            let l = if b == 0 {
+                h.lower_edge(0)
+            } else {
+                h.upper_edge(b - 1)
+            };
+            let u = h.upper_edge(b);
+            h.counts[b] = super::rebin::take_bin(&mut current, &mut pieces, l, u);
+            if h.counts[b] > 0 {
+                filled.push(b);
+            }
+            b += 1;
+        }
+    }
+
     /// A histogram from its parts, checked like the reference's
     /// `set_histogram` (min inside bin 0, last edge at max).
     pub fn from_parts(

@@ -10,16 +10,28 @@
 //! everything fits in an `i128`; every operation is checked, and anything
 //! larger takes the 512-bit path.
 
-use super::exact::{ExactMoments, U256};
+/// The power sums of one set of runtimes as `ExactMoments` keeps them.
+pub struct PowerSums128<'a> {
+    /// The count.
+    pub n: u64,
+    /// `Σx`.
+    pub s1: u128,
+    /// `Σx²`.
+    pub s2: u128,
+    /// `Σx³`, as the four little-endian 64-bit limbs of a 256-bit integer.
+    pub s3: &'a [u64; 4],
+    /// `Σx⁴`, likewise.
+    pub s4: &'a [u64; 4],
+}
 
 /// `n·M2`, `n²·M3` and `n³·M4` as 128-bit integers, or `None` when a term
 /// does not fit.
-fn central(m: &ExactMoments) -> Option<(i128, i128, i128)> {
+fn central(m: &PowerSums128) -> Option<(i128, i128, i128)> {
     let n = i128::from(m.n);
     let s1 = i128::try_from(m.s1).ok()?;
     let s2 = i128::try_from(m.s2).ok()?;
-    let s3 = narrow(&m.s3)?;
-    let s4 = narrow(&m.s4)?;
+    let s3 = narrow(m.s3)?;
+    let s4 = narrow(m.s4)?;
     let s1_2 = s1.checked_mul(s1)?;
     let n_m2 = n.checked_mul(s2)?.checked_sub(s1_2)?;
     let n2 = n.checked_mul(n)?;
@@ -37,11 +49,11 @@ fn central(m: &ExactMoments) -> Option<(i128, i128, i128)> {
 }
 
 /// The value of `v` when it fits in an `i128`.
-fn narrow(v: &U256) -> Option<i128> {
-    if v.0[2] != 0 || v.0[3] != 0 {
+fn narrow(v: &[u64; 4]) -> Option<i128> {
+    if v[2] != 0 || v[3] != 0 {
         return None;
     }
-    i128::try_from(u128::from(v.0[0]) | (u128::from(v.0[1]) << 64)).ok()
+    i128::try_from(u128::from(v[0]) | (u128::from(v[1]) << 64)).ok()
 }
 
 /// `x` as `f64`, as `I512::to_f64` converts it: the magnitude's 64-bit
@@ -59,7 +71,7 @@ fn to_f64(x: i128) -> f64 {
 
 /// Skewness and kurtosis as `PowerSums::shape` computes them, or `None`
 /// when the moments need the 512-bit path.
-pub fn shape(m: &ExactMoments) -> Option<(f64, f64)> {
+pub fn shape(m: &PowerSums128) -> Option<(f64, f64)> {
     let (n_m2, n2_m3, n3_m4) = central(m)?;
     if m.n < 2 || n_m2 <= 0 {
         return Some((0.0, 0.0));
@@ -73,7 +85,7 @@ pub fn shape(m: &ExactMoments) -> Option<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::exact::Moments;
+    use super::super::exact::{ExactMoments, Moments};
     use super::*;
     use crate::util::hash::splitmix64;
 
@@ -107,7 +119,7 @@ mod tests {
             }
             let m = moments(values);
             let expected = wide(&m);
-            if let Some(got) = shape(&m) {
+            if let Some(got) = shape(&m.sums_128()) {
                 narrow_cases += 1;
                 assert_eq!(
                     (got.0.to_bits(), got.1.to_bits()),
@@ -131,16 +143,16 @@ mod tests {
     fn edge_cases() {
         // No value, one value, equal values: no shape.
         for m in [moments([]), moments([5]), moments([9, 9, 9])] {
-            assert_eq!(shape(&m), Some((0.0, 0.0)));
+            assert_eq!(shape(&m.sums_128()), Some((0.0, 0.0)));
         }
         // Negative third moment (a slow minority to the left).
         let m = moments([10, 10, 10, 1]);
-        let (s, _) = shape(&m).unwrap();
+        let (s, _) = shape(&m.sums_128()).unwrap();
         assert!(s < 0.0);
-        assert_eq!(shape(&m), Some(wide(&m)));
+        assert_eq!(shape(&m.sums_128()), Some(wide(&m)));
         // Too large for 128 bits: the wide path answers.
         let m = moments([1 << 40, 3, (1 << 43) + 5]);
-        assert_eq!(shape(&m), None);
+        assert_eq!(shape(&m.sums_128()), None);
         assert_eq!(m.skewness_kurtosis(), wide(&m));
         // The conversion matches the wide one around 2^64 and 2^127.
         for x in [

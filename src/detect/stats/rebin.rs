@@ -1,17 +1,15 @@
 //! Rebinning onto the bins of a labelling histogram with the reference's
 //! uniform-integer splitting (`extractUniformCountInRangesInt`): the source
-//! bins or fine buckets as [`Piece`]s, [`rebin`] onto a list of target
-//! edges, bin after bin, and [`rebin_into`], the same onto a histogram's own
-//! bins, jumping over the bins that receive nothing (what the detectors
-//! run for every function, every step).
-
-use super::histogram::Histogram;
+//! bins or fine buckets as [`Piece`]s, and [`rebin`] onto a list of target
+//! edges, bin after bin. `Histogram::rebin_into` (in `histogram.rs`) does
+//! the same onto a histogram's own bins, jumping over the bins that
+//! receive nothing (what the detectors run for every function, every step).
 
 /// A source bin for rebinning: `count` spread uniformly over its content.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Piece {
     kind: PieceKind,
-    count: f64,
+    pub(super) count: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,7 +58,7 @@ impl Piece {
     }
 
     /// Where the piece starts (its lowest content).
-    fn low(&self) -> f64 {
+    pub(super) fn low(&self) -> f64 {
         match self.kind {
             PieceKind::Span { lo, .. } => lo,
             PieceKind::Integers { lo, .. } => lo as f64,
@@ -69,7 +67,7 @@ impl Piece {
     }
 
     /// Everything in the piece is `> a`.
-    fn above(&self, a: f64) -> bool {
+    pub(super) fn above(&self, a: f64) -> bool {
         match self.kind {
             PieceKind::Span { lo, .. } => lo >= a,
             PieceKind::Integers { lo, .. } => (lo as f64) > a,
@@ -136,7 +134,7 @@ pub fn rebin(pieces: Vec<Piece>, edges: &[(f64, f64)]) -> Vec<u64> {
 /// (whole pieces, and the lower part of a straddling one), then takes what
 /// lies in `(l, u]`, splitting a piece that straddles `u`; `current` is
 /// left at the first content above `u`.
-fn take_bin(
+pub(super) fn take_bin(
     current: &mut Option<Piece>,
     pieces: &mut impl Iterator<Item = Piece>,
     l: f64,
@@ -176,63 +174,10 @@ fn take_bin(
     got.max(0.0) as u64
 }
 
-/// [`rebin`] of `pieces` onto the bins of `h` itself (zero counts, e.g.
-/// from [`Histogram::reset_grid`]), into `h.counts`; the bins that
-/// received counts are appended to `filled`, in increasing order.
-///
-/// The same result as `rebin(pieces, &h.edges())`, without walking every
-/// bin: a bin whose upper edge lies below the current piece receives
-/// nothing and leaves the piece as it is, and the upper edges
-/// `start + (b+1)·width` never decrease with `b` (except, perhaps, for
-/// the last one, `max`, which is always visited), so the walk jumps over
-/// such runs of bins, to the first whose upper edge reaches the piece
-/// (found from the bin width, then checked against the edges). The work
-/// then follows the pieces — a few dozen fine buckets — not the bins (200
-/// for HBOS).
-pub fn rebin_into(
-    pieces: impl IntoIterator<Item = Piece>,
-    h: &mut Histogram,
-    filled: &mut Vec<usize>,
-) {
-    let n = h.nbin();
-    let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0);
-    let mut current: Option<Piece> = pieces.next();
-    let mut b = 0;
-    while b < n {
-        let Some(p) = current else {
-            break;
-        };
-        if b + 1 < n && p.above(h.upper_edge(b)) {
-            // The first bin (at most the last) whose upper edge reaches p:
-            // from where the bin width puts p, a step or two either way.
-            let from = b;
-            let guess = ((p.low() - h.start) / h.bin_width) as usize;
-            b = guess.saturating_sub(1).clamp(from + 1, n - 1);
-            while b + 1 < n && p.above(h.upper_edge(b)) {
-                b += 1;
-            }
-            while b > from + 1 && !p.above(h.upper_edge(b - 1)) {
-                b -= 1;
-            }
-        }
-        // From here on, `rebin`'s step for bin b, with its edges.
-        let l = if b == 0 {
-            h.lower_edge(0)
-        } else {
-            h.upper_edge(b - 1)
-        };
-        let u = h.upper_edge(b);
-        h.counts[b] = take_bin(&mut current, &mut pieces, l, u);
-        if h.counts[b] > 0 {
-            filled.push(b);
-        }
-        b += 1;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::histogram::width_for_nbins;
+    use super::super::histogram::Histogram;
     use super::*;
 
     #[test]
@@ -269,7 +214,7 @@ mod tests {
             };
             let want = rebin(pieces.clone(), &h.edges());
             filled.clear();
-            rebin_into(pieces, &mut h, &mut filled);
+            h.rebin_into(pieces, &mut filled);
             assert_eq!(h.counts, want);
             let nonzero: Vec<usize> = (0..want.len()).filter(|&b| want[b] > 0).collect();
             assert_eq!(filled, nonzero);

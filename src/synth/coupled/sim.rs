@@ -323,7 +323,7 @@ impl Phase<'_> {
             }
             let draw = |slot: u32, d: &crate::synth::scenario::Dist, name: &str| -> f64 {
                 let mut rng = Rng::new(&[self.sc.seed, r as u64, it, u64::from(slot)]);
-                rng.sample(d).max(1.0) * self.speed[k]
+                d.sample(&mut rng).max(1.0) * self.speed[k]
                     + (self.injected)(InjectKind::Delay, r, it, Some(name))
             };
             let entry = *t;

@@ -1,10 +1,9 @@
-//! A log as records: the split into lines and `;`-separated fields, and
+//! A log as records: the split into lines (and of the serial form's records
+//! glued onto an `Execution_commit` line) and `;`-separated fields, and
 //! what the keywords of each form mean ([`Action`], on the [`Kind`] of
 //! object they name). Kept apart from the parser so that the keyword
 //! tables of the forms read side by side, and the parser reads actions,
 //! not spellings.
-
-use super::serial::split_glued;
 
 /// The kinds of object that records name by id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,4 +133,53 @@ pub(super) fn split_records(text: &str) -> Vec<Record<'_>> {
         }
     }
     records
+}
+
+const EXECUTION_COMMIT: &str = "Execution_commit;";
+
+/// Splits a serial-log line at the records glued onto an
+/// `Execution_commit`, which ends without a newline. Its fields are two
+/// ids (`<trial> ;<machine>`), so the glued record starts right after the
+/// digits of the second one; keywords never start with a digit.
+pub(super) fn split_glued(line: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = line;
+    while let Some(after) = rest.strip_prefix(EXECUTION_COMMIT) {
+        let end = EXECUTION_COMMIT.len() + two_ids_len(after);
+        if end == rest.len() {
+            break;
+        }
+        pieces.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// The length of the `<int> ;<int>` at the start of `s`.
+fn two_ids_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = skip_int(b, skip_spaces(b, 0));
+    i = skip_spaces(b, i);
+    if b.get(i) != Some(&b';') {
+        return i;
+    }
+    skip_int(b, skip_spaces(b, i + 1))
+}
+
+fn skip_spaces(b: &[u8], mut i: usize) -> usize {
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
+}
+
+fn skip_int(b: &[u8], mut i: usize) -> usize {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
 }

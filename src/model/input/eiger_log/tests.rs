@@ -1,7 +1,7 @@
 //! Unit tests of the log reader, on small logs written inline: the three
 //! forms, id resolution and merging, and the errors each names.
 
-use super::serial::split_glued;
+use super::records::split_glued;
 use super::*;
 
 fn load(text: &str) -> Result<EigerTable, TableError> {
