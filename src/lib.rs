@@ -24,7 +24,7 @@
 //!   models that merge exactly over ranks, and a [`detect::Verdict`] per
 //!   execution;
 //! - [`output`] consumes the labels through [`output::consumer::LabelConsumer`]:
-//!   the HDF5 provenance file, live statistics, label CSVs, the run report.
+//!   the HDF5 provenance file, live statistics, label CSVs, the run's summary.
 //!
 //! [`run`] is the driver that calls the stages in order, configured by a
 //! plain [`run::options::RunOptions`]. [`ross`] analyses the instrumentation
@@ -74,8 +74,10 @@ pub mod events;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod incidents;
+pub mod inspect;
 pub mod model;
 pub mod output;
+pub mod provenance;
 pub mod report;
 pub mod ross;
 pub mod run;

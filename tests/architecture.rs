@@ -82,6 +82,8 @@ fn rooms_import_only_what_the_architecture_allows() {
         "detect",
         "collectives",
         "output",
+        "provenance",
+        "inspect",
         "run",
         "synth",
         "dump",
@@ -100,18 +102,30 @@ fn rooms_import_only_what_the_architecture_allows() {
         ("detect", vec!["model", "util"]),
         ("collectives", vec!["detect", "events", "util"]),
         (
-            "output",
+            "provenance",
             vec![
                 "collectives",
                 "detect",
                 "events",
                 "incidents",
                 "model",
+                "util",
+            ],
+        ),
+        (
+            "output",
+            vec![
+                "collectives",
+                "detect",
+                "events",
+                "incidents",
+                "provenance",
                 "trace",
                 "sys",
                 "util",
             ],
         ),
+        ("inspect", vec!["incidents", "provenance", "trace"]),
         (
             "run",
             vec![
@@ -121,6 +135,7 @@ fn rooms_import_only_what_the_architecture_allows() {
                 "incidents",
                 "model",
                 "output",
+                "provenance",
                 "report",
                 "sys",
                 "trace",
@@ -136,7 +151,7 @@ fn rooms_import_only_what_the_architecture_allows() {
                 "collectives",
                 "detect",
                 "incidents",
-                "output",
+                "provenance",
                 "sys",
                 "trace",
                 "util",
@@ -145,7 +160,14 @@ fn rooms_import_only_what_the_architecture_allows() {
         ("model", vec!["util"]),
         (
             "report",
-            vec!["incidents", "model", "output", "trace", "util"],
+            vec![
+                "incidents",
+                "inspect",
+                "model",
+                "provenance",
+                "trace",
+                "util",
+            ],
         ),
         ("lib", vec![]),
         ("main", vec![]),
@@ -213,7 +235,7 @@ fn exclusive_rooms_are_exclusive() {
         );
     };
     within("mpi::", &["collectives/"]);
-    within("hdf5::", &["output/"]);
+    within("hdf5::", &["provenance/"]);
     within("adios2_sys", &["trace/adios.rs"]);
     within(
         "unsafe",
@@ -221,10 +243,10 @@ fn exclusive_rooms_are_exclusive() {
             "sys/",
             "trace/adios.rs",
             "collectives/",
-            "output/hdf5file.rs",
+            "provenance/hdf5file.rs",
         ],
     );
-    within("hdf5_sys", &["output/hdf5file.rs"]);
+    within("hdf5_sys", &["provenance/hdf5file.rs"]);
     within("clap", &["cli/"]);
     within("libc::", &["sys/"]);
 }

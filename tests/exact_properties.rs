@@ -166,7 +166,7 @@ fn check_empty_identity<M: MomentKind>(xs: &[u64]) -> Result<(), TestCaseError> 
 /// What the reduction over ranks does: each rank sends `sum_words`, an
 /// MPI `SUM` adds them element-wise as `u64`, and MIN/MAX reduce the
 /// extremes, where an empty rank sends `u64::MAX` / `0` so that it cannot
-/// win (as `detect::sstd` and `output::stats` do).
+/// win (as `detect::sstd` and `provenance::stats` do).
 fn reduce_like_mpi<M: MomentKind>(ranks: &[M]) -> M {
     let mut sum = vec![0u64; M::WORDS];
     let (mut min, mut max) = (u64::MAX, 0u64);

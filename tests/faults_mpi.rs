@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
 use common::*;

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
 use common::*;

@@ -7,7 +7,7 @@
 mod common;
 
 use chimbuko_mpi::output::collect::MULTIPLE_HOST_IDS;
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
 use common::*;

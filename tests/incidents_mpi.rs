@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use chimbuko_mpi::incidents::{Cause, IncidentList, Role};
-use chimbuko_mpi::output::read::Provenance;
 use chimbuko_mpi::output::truth_incidents::{IncidentScore, IncidentTruth};
+use chimbuko_mpi::provenance::read::Provenance;
 use common::*;
 
 fn scenario(name: &str) -> PathBuf {

@@ -8,8 +8,8 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use chimbuko_mpi::output::read::Provenance;
-use chimbuko_mpi::output::records::LABEL_ANOMALY;
+use chimbuko_mpi::provenance::read::Provenance;
+use chimbuko_mpi::provenance::records::LABEL_ANOMALY;
 use common::*;
 
 /// Application arguments: 4 ranks of the demo scenario, paced.

@@ -8,9 +8,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use chimbuko_mpi::output::read::Provenance;
-use chimbuko_mpi::output::read_model::read_model_detector;
-use chimbuko_mpi::output::records::LABEL_ANOMALY;
+use chimbuko_mpi::provenance::read::Provenance;
+use chimbuko_mpi::provenance::read_model::read_model_detector;
+use chimbuko_mpi::provenance::records::LABEL_ANOMALY;
 use common::*;
 
 /// `compute` from its instruction counter, `MPI_Isend` from its bytes.

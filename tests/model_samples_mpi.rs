@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use chimbuko_mpi::model::features::{self, FIXED};
-use chimbuko_mpi::output::read_model::{
+use chimbuko_mpi::provenance::read_model::{
     function_means, read_model_sample_rows, read_model_samples, read_run_tag_texts, read_run_tags,
 };
 use chimbuko_mpi::util::csv::split_csv;
@@ -110,7 +110,7 @@ fn samples_are_the_same_for_any_number_of_ad_ranks_and_tags_read_back() {
         for (k, r) in rows.iter().enumerate() {
             // The file's ids carry the program (`pid:rank:step:idx`), the label
             // files Chimbuko's `rank:step:idx`.
-            let id = chimbuko_mpi::output::read::chimbuko_event_id(r.event_id.as_str());
+            let id = chimbuko_mpi::inspect::export_json::chimbuko_event_id(r.event_id.as_str());
             let (inc, ex) = by_id[&(r.rank, id.to_owned())];
             assert_eq!((r.inclusive_us, r.exclusive_us), (inc, ex), "row {k}");
             assert_eq!(r.children_us, inc - ex);

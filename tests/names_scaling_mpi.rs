@@ -13,7 +13,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 use common::*;
 
 /// 16 streams whose every rank calls the same 3,000 functions.

@@ -8,8 +8,9 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use chimbuko_mpi::output::read::{chimbuko_event_id, Provenance};
-use chimbuko_mpi::output::records::{LABEL_ANOMALY, LABEL_NORMAL};
+use chimbuko_mpi::inspect::export_json::chimbuko_event_id;
+use chimbuko_mpi::provenance::read::Provenance;
+use chimbuko_mpi::provenance::records::{LABEL_ANOMALY, LABEL_NORMAL};
 use chimbuko_mpi::util::csv::split_csv;
 use common::*;
 

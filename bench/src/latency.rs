@@ -3,7 +3,7 @@
 //! file that the throughput section's modal run on 1 AD rank wrote (that
 //! section runs first if the file is missing).
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 
 use crate::harness::{f, strings, Bench, PHASES};
 use crate::plot;

@@ -6,7 +6,7 @@
 //! a burst (one step with many times the usual events) against the bound
 //! that fit gives.
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 
 use crate::harness::{f, num, Bench};
 use crate::plot;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use chimbuko_mpi::output::read::Provenance;
+use chimbuko_mpi::provenance::read::Provenance;
 
 use crate::harness::{f, timing, Bench, PHASES};
 use crate::throughput::throughput;

@@ -88,7 +88,7 @@ pub(crate) fn report_section(b: &mut Bench) -> anyhow::Result<()> {
             "report failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let p = chimbuko_mpi::output::read::Provenance::load(&prov)?;
+        let p = chimbuko_mpi::provenance::read::Provenance::load(&prov)?;
         let anomalies = p.kept(0).count() as u64;
         let bytes = std::fs::metadata(&html)?.len() as f64;
         let prov_bytes = std::fs::metadata(&prov)?.len() as f64;

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use chimbuko_mpi::output::export_csv::export_csv;
-use chimbuko_mpi::output::inspect::{inspect_json, print_inspect, InspectOptions};
-use chimbuko_mpi::output::read::{export_json, is_provenance_file, Provenance};
-use chimbuko_mpi::output::ross::{is_ross_file, RossProvenance};
+use chimbuko_mpi::inspect::export_json::export_json;
+use chimbuko_mpi::inspect::{inspect_json, print_inspect, InspectOptions};
+use chimbuko_mpi::provenance::export_csv::export_csv;
+use chimbuko_mpi::provenance::read::{is_provenance_file, Provenance};
+use chimbuko_mpi::provenance::ross::{is_ross_file, RossProvenance};
 
 /// The flags of `inspect`.
 #[derive(Args)]

@@ -29,6 +29,7 @@ pub mod features;
 pub mod fit;
 pub mod folds;
 pub mod format;
+pub mod from_runs;
 pub mod function;
 pub mod input;
 pub mod kmeans;

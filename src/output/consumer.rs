@@ -2,7 +2,7 @@
 //!
 //! The step loop does not know what happens to its labels. It hands them,
 //! stage by stage, to a list of [`LabelConsumer`]s — the provenance file,
-//! the live statistics, the label CSVs and the run report are the ones this
+//! the live statistics, the label CSVs and the run's summary are the ones this
 //! crate has — through [`Outputs`]. A new output (a visual report, another
 //! file format) is one more implementation of the trait, added to the list
 //! in `run::setup`; the loop does not change.
@@ -19,9 +19,9 @@ use crate::events::names::GlobalNames;
 use crate::events::{CallStackBuilder, Execution, StepEvents};
 use crate::trace::format::Attribute;
 
-use super::records::{PerfRow, StreamRow};
-use super::stats::RunProfiles;
 use super::summary::RunSummary;
+use crate::provenance::records::{PerfRow, StreamRow};
+use crate::provenance::stats::RunProfiles;
 
 /// One stream's step, labelled: what the label, collect and trim stages
 /// show each consumer. `verdicts[k]` is the in-situ verdict of
@@ -270,7 +270,7 @@ impl Outputs {
         for c in &mut self.consumers {
             match c.abort(ctx, end) {
                 // The earlier write error is the one reported.
-                Err(e) if e.is::<super::writer::UnusableAfterEarlierError>() => {}
+                Err(e) if e.is::<crate::provenance::writer::UnusableAfterEarlierError>() => {}
                 Err(e) => eprintln!("chimbuko-mpi: AD rank {}: {e:#}", ctx.coll.rank()),
                 Ok(()) => {}
             }

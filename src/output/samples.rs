@@ -26,7 +26,7 @@ use crate::events::Execution;
 use crate::util::hash::{fnv1a, mix64, splitmix64};
 
 use super::consumer::LabelledStep;
-use super::records::{fixed, ModelSampleCounterRow, ModelSampleRow};
+use crate::provenance::records::{fixed, ModelSampleCounterRow, ModelSampleRow};
 
 /// Where a candidate stands in its function's sample: smaller is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

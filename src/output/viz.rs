@@ -23,10 +23,10 @@ use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use crate::events::names::GlobalNames;
 
-use super::anomaly_stats::{quantized_score, AnomalyStats, BucketMetrics, SCORE_SCALE};
 use super::consumer::{LabelConsumer, LabelledStep, RunContext};
-use super::stats::{run_stats, wide_run_stats, RunProfiles, Totals};
 use crate::detect::Label;
+use crate::provenance::anomaly_stats::{quantized_score, AnomalyStats, BucketMetrics, SCORE_SCALE};
+use crate::provenance::stats::{run_stats, wide_run_stats, RunProfiles, Totals};
 
 /// Moments in transferable form (sum words, min, max).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use crate::output::read::{is_provenance_file, Provenance};
-use crate::output::ross::{is_ross_file, RossProvenance};
+use crate::provenance::read::{is_provenance_file, Provenance};
+use crate::provenance::ross::{is_ross_file, RossProvenance};
 
 /// What `write_report` wrote.
 #[derive(Debug, Clone)]

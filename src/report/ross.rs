@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::charts::{self, Series};
 use super::page::{cell, escape, header, human, stat, Page};
-use crate::output::ross::{RossAnomalyRow, RossProvenance};
+use crate::provenance::ross::{RossAnomalyRow, RossProvenance};
 
 /// One run-wide signal: its value and usual level per interval, and the
 /// anomalous intervals to shade.
@@ -117,7 +117,8 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     }
     anomalies += "</tbody></table><div class=\"charts\">";
     for r in order.iter().take(CHARTED_ANOMALIES) {
-        let ev = crate::output::read::slice(&t.evidence, r.evidence_start, r.evidence_len as u32);
+        let ev =
+            crate::provenance::read::slice(&t.evidence, r.evidence_start, r.evidence_len as u32);
         let key = |i: u64| {
             (
                 r.series.as_str().to_owned(),

@@ -4,7 +4,7 @@
 //! against actual runtimes.
 //!
 //! Everything comes from the provenance file through
-//! [`crate::output::read::Provenance`]; the headline numbers are those of
+//! [`crate::provenance::read::Provenance`]; the headline numbers are those of
 //! `inspect --json`, computed by the same code.
 //!
 //! This file is long because it builds every section of the page from the
@@ -18,9 +18,9 @@ use serde_json::{json, Value};
 
 use super::charts::{self, ModelShape, Series};
 use super::page::{cell, escape, header, human, stat, Page};
-use crate::output::inspect::{completed, in_situ, program_names, rank_label};
-use crate::output::read::{own_stack, slice, Provenance};
-use crate::output::records::ExecRecord;
+use crate::inspect::{completed, in_situ, program_names, rank_label};
+use crate::provenance::read::{own_stack, slice, Provenance};
+use crate::provenance::records::ExecRecord;
 
 /// Anomalies whose execution window and messages are kept in the page (the
 /// worst by score); every anomaly keeps its call stack.
@@ -514,7 +514,7 @@ fn functions(
         e.0 += 1;
         e.1 = e.1.max(r.final_score);
     }
-    let stats: HashMap<u32, &crate::output::records::FuncStatsRow> =
+    let stats: HashMap<u32, &crate::provenance::records::FuncStatsRow> =
         p.func_stats.iter().map(|s| (s.fid, s)).collect();
     let mut html = String::from(
         "<h2>Functions</h2><p><input id=\"function-filter\" type=\"search\" placeholder=\"filter by name\"> <span class=\"note\">Click a header to sort, a row for its charts.</span></p>",
@@ -527,7 +527,7 @@ fn functions(
     html += &header("anomalies", "anomalies", true);
     html += &header("worst_score", "worst score", true);
     html += "</tr></thead><tbody>";
-    let runtime_stats = |s: &crate::output::records::FuncStatsRow| {
+    let runtime_stats = |s: &crate::provenance::records::FuncStatsRow| {
         if use_inclusive {
             (s.inclusive_count, s.inclusive_mean, s.inclusive_stddev)
         } else {
@@ -716,7 +716,11 @@ fn anomaly_data(p: &Provenance, ranks: &RankIndex, anomalies: &[&ExecRecord]) ->
 
 /// What the page keeps of one anomaly beyond its row: frames, window,
 /// messages, counters, GPU context, and the model's prediction.
-fn detail(p: &Provenance, r: &ExecRecord, stack: &[crate::output::records::CallStackRow]) -> Value {
+fn detail(
+    p: &Provenance,
+    r: &ExecRecord,
+    stack: &[crate::provenance::records::CallStackRow],
+) -> Value {
     let d = &p.collections[0];
     let frames: Vec<Value> = stack
         .iter()

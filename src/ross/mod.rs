@@ -19,15 +19,16 @@
 //! and [`provenance`] writes what was found into the HDF5 provenance file.
 
 pub mod attribution;
+pub mod command;
 pub mod follow;
 pub mod hotspots;
 pub mod incidents;
 pub mod peers;
 pub mod provenance;
-pub mod report;
 pub mod run_wide;
 pub mod share;
 pub mod signals;
+pub mod summary;
 pub mod trace_counts;
 
 use std::collections::BTreeMap;
@@ -41,9 +42,9 @@ use crate::trace::ross::{
 };
 use hotspots::HotspotLp;
 use peers::{PeerAnomaly, PeerRule};
-use report::RossReport;
 use share::{agree_ranges, guess_ranges, Alone, Ranges, WorkShare};
 use signals::RunSeries;
+use summary::RossSummary;
 use trace_counts::{gvt_grid, GridIndex, HotTally, TraceTally};
 
 /// What `chimbuko-mpi ross` is asked to do.
@@ -193,8 +194,8 @@ pub struct Findings {
 }
 
 /// Analyses a finished ROSS run in this process alone.
-pub fn analyse(opts: &RossOptions) -> anyhow::Result<RossReport> {
-    Ok(RossReport::new(&analyse_shared(opts, &Alone)?))
+pub fn analyse(opts: &RossOptions) -> anyhow::Result<RossSummary> {
+    Ok(RossSummary::new(&analyse_shared(opts, &Alone)?))
 }
 
 /// Analyses a finished ROSS run, the work shared by the ranks of `share`

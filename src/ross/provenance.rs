@@ -1,5 +1,5 @@
 //! The findings of a ROSS analysis as the rows and attributes of the
-//! provenance file (`output::ross` writes them).
+//! provenance file (`provenance::ross` writes them).
 //!
 //! Every rank holds the same findings, so every rank builds the same rows;
 //! the rows depend on nothing but the input files and the settings, which
@@ -15,8 +15,8 @@ use super::peers::{median, median_sorted, peer_groups, PeerAnomaly};
 use super::signals::{Entity, RunSeries};
 use super::Findings;
 use crate::collectives::Collectives;
-use crate::output::hdf5file::FileAttr;
-use crate::output::ross::*;
+use crate::provenance::hdf5file::FileAttr;
+use crate::provenance::ross::*;
 use crate::util::utc::{unix_seconds, utc_iso8601};
 
 /// `(pe, kp, lp)` of an entity, -1 where it does not apply.
@@ -217,7 +217,7 @@ pub fn attributes(
         "min_intervals": f.rule.min_intervals,
         "rt_bridge": super::peers::RT_BRIDGE,
         "run_wide_algorithm": f.detector.algorithm.name(),
-        "run_wide_threshold": super::report::run_wide_threshold(&f.detector),
+        "run_wide_threshold": super::summary::run_wide_threshold(&f.detector),
         "run_wide_warmup_intervals": super::run_wide::WARMUP_INTERVALS,
         "run_wide_min_share": super::run_wide::MIN_SHARE,
         "clock_rescale_factor": f.run.rescale.map(|r| r.factor()),
@@ -225,7 +225,7 @@ pub fn attributes(
     vec![
         (
             "schema_version",
-            FileAttr::U64(crate::output::SCHEMA_VERSION),
+            FileAttr::U64(crate::provenance::SCHEMA_VERSION),
         ),
         ("source", FileAttr::Str("ross".into())),
         (

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::options::RunOptions;
 use crate::collectives::Collectives;
-use crate::output::hdf5file::FileAttr;
+use crate::provenance::hdf5file::FileAttr;
 use crate::trace::source::StreamSpec;
 use crate::util::utc::{utc_compact, utc_iso8601};
 
@@ -91,7 +91,7 @@ pub fn root_attributes(
     vec![
         (
             "schema_version",
-            FileAttr::U64(crate::output::SCHEMA_VERSION),
+            FileAttr::U64(crate::provenance::SCHEMA_VERSION),
         ),
         (
             "program",

@@ -3,7 +3,7 @@
 //! does before its final write: early steps have thin models, so some calls
 //! flagged then are ordinary once the whole run is known). Then the
 //! outputs finish (collectively), the ranks check that they hold the same
-//! model, and the run report gets the run's headline numbers.
+//! model, and the run's summary gets the run's headline numbers.
 
 use anyhow::{bail, Context};
 
@@ -124,7 +124,7 @@ impl Pipeline<'_> {
             rows: st.rows,
             executions: st.executions,
             anomalies_in_situ: st.anomalies,
-            // The run report fills in the final anomalies and the truth.
+            // The run's summary fills in the final anomalies and the truth.
             anomalies: 0,
             anomalies_pruned_at_end: pruned,
             open_calls_at_end: totals[0],

@@ -23,11 +23,11 @@ use crate::events::{EventIssues, Execution};
 use crate::output::collect::ProvenanceOptions;
 use crate::output::consumer::{Outputs, RunContext};
 use crate::output::labels_csv::LabelWriter;
-use crate::output::provenance::{ProvenanceOutput, ProvenanceSettings};
-use crate::output::report::RunReport;
-use crate::output::stats::RunProfiles;
+use crate::output::provenance_output::{ProvenanceOutput, ProvenanceSettings};
+use crate::output::summary_output::SummaryOutput;
 use crate::output::truth::TruthSet;
 use crate::output::viz::{LiveStatistics, VizStream};
+use crate::provenance::stats::RunProfiles;
 use crate::sys::signals;
 use crate::trace::source::SourceOpener;
 
@@ -36,7 +36,7 @@ pub(super) struct Pipeline<'a> {
     /// Everything but the outputs.
     pub state: RunState<'a>,
     /// What consumes the labels (provenance, live statistics, label CSVs,
-    /// the run report).
+    /// the run's summary).
     pub outputs: Outputs,
 }
 
@@ -237,7 +237,7 @@ impl<'a> Pipeline<'a> {
             )?;
             outputs.push(Box::new(LiveStatistics::new(stream)));
         }
-        let mut report = RunReport::new(
+        let mut report = SummaryOutput::new(
             truth,
             opts.top,
             opts.model_out.clone(),

@@ -14,7 +14,7 @@ use super::options::RunOptions;
 use crate::detect::{Prediction, Verdict};
 use crate::events::{CallStackBuilder, EventOptions, IndexMap, StepEvents};
 use crate::output::consumer::{LabelledStep, StreamStates};
-use crate::output::records::{fixed, StreamRow};
+use crate::provenance::records::{fixed, StreamRow};
 use crate::sys::signals;
 use crate::trace::issues::StepIssues;
 use crate::trace::source::{SourceOpener, StreamSpec};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::collectives::Collectives;
-use crate::output::records::PerfRow;
+use crate::provenance::records::PerfRow;
 
 /// The stages of a step, in the order the loop runs them (the same list as
 /// `docs/architecture.md` and the `ad_perf` table).

@@ -13,33 +13,28 @@ pub enum AllocatorProfile {
 
 /// Keeps large buffers in the heap instead of mapping and unmapping them.
 ///
-/// ADIOS2 allocates and frees buffers of the step's size every step (tens of
-/// MiB). With glibc's defaults each one is a fresh `mmap`, so every step pays
-/// page faults and zeroing for memory it just released: that cost more than
-/// the read itself. Raising the mmap and trim thresholds lets the allocator
-/// reuse those pages. The retained memory is bounded by the largest step.
-/// Users who set `MALLOC_MMAP_THRESHOLD_` / `MALLOC_TRIM_THRESHOLD_`
-/// themselves keep their values.
+/// ADIOS2 allocates and frees buffers of the step's size every step (tens
+/// of MiB). With glibc's defaults each one is a fresh `mmap`, so every step
+/// pays page faults and zeroing for memory it just released. Raising the
+/// mmap and trim thresholds lets the allocator reuse those pages; the
+/// memory kept is bounded by the largest step. Values the user set in
+/// `MALLOC_MMAP_THRESHOLD_` / `MALLOC_TRIM_THRESHOLD_` are kept.
 ///
 /// Two settings, because speed and resident size pull apart:
-/// - [`AllocatorProfile::Throughput`] (256 MiB, for `dump` and `synth`):
-///   one stream read as fast as possible (35 vs 19 M rows/s for 10^6-row
-///   steps);
-/// - [`AllocatorProfile::Resident`] (16 MiB, for `run`): buffers up to a few
-///   MiB stay in the heap and are reused, only step-sized ones are mapped
-///   and unmapped, which keeps the peak resident size near what is live
-///   (the 256 MiB setting cost ~50 MB of peak RSS at 500k events per step)
-///   while the end-to-end rate of `run`, whose streams are read on threads
-///   of their own beside the analysis, is the same within noise.
+/// - [`AllocatorProfile::Throughput`] (256 MiB, `dump` and `synth`): one
+///   stream read as fast as possible;
+/// - [`AllocatorProfile::Resident`] (16 MiB, `run`): buffers up to a few MiB
+///   are reused, step-sized ones are mapped and unmapped, so the peak
+///   resident size stays near what is live; `run` reads its streams on
+///   threads beside the analysis, so this costs it no speed.
 ///
-/// `run` also caps glibc at two malloc arenas: the main thread's and one
-/// for every other thread (the stream readers, MPI's progress threads).
-/// Without the cap glibc opens another arena whenever a thread finds its
-/// own locked, which depends on timing, and with the trim threshold above
-/// an arena keeps what was freed in it: one AD rank in eight grew a 37 MB
-/// arena at 10^5 functions (peak RSS 149 → 168 MB, run to run). Two arenas
-/// keep the readers off the analysis thread's lock. `MALLOC_ARENA_MAX`
-/// set by the user wins.
+/// `run` also caps glibc at two malloc arenas (the main thread's and one
+/// for the stream readers and MPI's threads): otherwise glibc opens another
+/// arena whenever a thread finds its own locked, which depends on timing,
+/// and with the high trim threshold such an arena keeps what was freed in
+/// it, so peak memory would vary from run to run. `MALLOC_ARENA_MAX` set
+/// by the user wins. `scripts/bench.sh --only memory` measures the result
+/// (`docs/benchmarks.md`, "Memory").
 pub fn tune_allocator(profile: AllocatorProfile) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -143,7 +143,7 @@ pub fn children_cpu_seconds() -> f64 {
 /// The records of collection `c` of a provenance file as sorted lines of
 /// every field that must not depend on the number of AD ranks (scores as
 /// their bits: equal means bit for bit).
-pub fn invariant_records(p: &chimbuko_mpi::output::read::Provenance, c: usize) -> Vec<String> {
+pub fn invariant_records(p: &chimbuko_mpi::provenance::read::Provenance, c: usize) -> Vec<String> {
     let mut v: Vec<String> = p.collections[c]
         .records
         .iter()

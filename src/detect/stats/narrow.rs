@@ -1,5 +1,6 @@
-//! The central moments of [`ExactMoments`] in 128-bit integers when they
-//! fit: the same integers as the 512-bit path of [`exact`], converted to
+//! The central moments of [`super::exact::ExactMoments`] in 128-bit
+//! integers when they fit: the same integers as the 512-bit path of
+//! [`super::exact`], converted to
 //! `f64` the same way, hence the same skewness and kurtosis bit for bit.
 //!
 //! A provenance flush writes the skewness and kurtosis of every function

@@ -33,8 +33,8 @@ use crate::events::names::GlobalNames;
 use crate::events::{CallStackBuilder, CommDirection, CommEvent, ExecId, Execution, StepEvents};
 use crate::trace::format::{Attribute, MONITORING_PREFIX};
 
-use super::label_code;
-use super::records::*;
+use crate::provenance::label_code;
+use crate::provenance::records::*;
 
 mod ids;
 mod record;

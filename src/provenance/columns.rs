@@ -97,11 +97,11 @@ macro_rules! described_row {
             )*
         }
 
-        impl $crate::output::columns::DescribedRow for $name {
+        impl $crate::provenance::columns::DescribedRow for $name {
             const DESCRIPTION: &'static str = concat!($($sdoc, "\n"),*);
-            const COLUMNS: &'static [$crate::output::columns::Column] = &[
+            const COLUMNS: &'static [$crate::provenance::columns::Column] = &[
                 $(
-                    $crate::output::columns::Column {
+                    $crate::provenance::columns::Column {
                         name: stringify!($field),
                         unit: described_row!(@unit $($unit)?),
                         description: concat!($($doc, "\n"),*),
@@ -123,7 +123,7 @@ pub(crate) use described_row;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::records::{CallStackRow, ExecRecord, PerfRow};
+    use crate::provenance::records::{CallStackRow, ExecRecord, PerfRow};
 
     #[test]
     fn columns_follow_the_struct_and_its_docs() {

@@ -23,7 +23,7 @@
 use hdf5::types::FixedUnicode;
 use hdf5::H5Type;
 
-use crate::output::columns::described_row;
+use crate::provenance::columns::described_row;
 
 /// Width of event ids (`"pid:rank:step:idx"`: a u32 and three u64 need at
 /// most 73 bytes).

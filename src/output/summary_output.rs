@@ -1,4 +1,4 @@
-//! The run report: counts every execution's final label per function, scores
+//! The run's summary: counts every execution's final label per function, scores
 //! the anomalies against ground truth (`--truth`), and at the end prints the
 //! summary on rank 0 and writes `--model-out` and `--summary-out`.
 
@@ -12,8 +12,8 @@ use crate::detect::Label;
 use crate::events::names::GlobalNames;
 use crate::events::Execution;
 
-/// The run report (one per AD rank; rank 0 prints and writes).
-pub struct RunReport {
+/// The run's summary (one per AD rank; rank 0 prints and writes).
+pub struct SummaryOutput {
     totals: FunctionTotals,
     truth: Option<TruthSet>,
     /// Rows of the top-functions table.
@@ -24,7 +24,7 @@ pub struct RunReport {
     summary_to_stderr: bool,
 }
 
-impl RunReport {
+impl SummaryOutput {
     /// A report with the summary table's `top` rows, scored against `truth`
     /// when given, writing the model and summary JSON where asked.
     pub fn new(
@@ -33,7 +33,7 @@ impl RunReport {
         model_out: Option<PathBuf>,
         summary_out: Option<PathBuf>,
     ) -> Self {
-        RunReport {
+        SummaryOutput {
             totals: FunctionTotals::default(),
             truth,
             top,
@@ -59,7 +59,7 @@ impl RunReport {
     }
 }
 
-impl LabelConsumer for RunReport {
+impl LabelConsumer for SummaryOutput {
     fn late_labels(&mut self, labels: &[LateLabel], names: &GlobalNames) -> anyhow::Result<()> {
         for l in labels.iter().filter(|l| l.settled) {
             self.count(&l.execution, l.verdict.label, names);

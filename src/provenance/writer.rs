@@ -25,7 +25,7 @@ use super::anomaly_stats::{Anomaly, AnomalyMetrics, AnomalyStats, SCORE_SCALE};
 use super::hdf5file::{FileAttr, ProvenanceFile};
 use super::records::CollectionTables;
 use super::records::*;
-use super::stats::{run_stats, Profile, RunProfiles};
+use super::stats::{run_stats, Profile, RunProfiles, Totals};
 
 /// Companion tables of a collection, in the order of [`table_counts`].
 const COMPANIONS: [&str; 7] = [
@@ -175,7 +175,7 @@ impl ProvenanceWriter {
     /// (collective: every rank calls it with the same rows; rank 0 writes
     /// them). For the small tables written once: `run_tags`,
     /// `model_samples`, `model_detector`.
-    pub fn write_global_table<T: crate::output::columns::DescribedRow>(
+    pub fn write_global_table<T: crate::provenance::columns::DescribedRow>(
         &mut self,
         coll: &Collectives,
         name: &str,
@@ -542,144 +542,125 @@ impl ProvenanceWriter {
             }
         };
         let old = (self.functions_written as usize).min(nf);
-        let new_functions = old as u32..nf as u32;
-        // Models change only where executions were profiled.
-        let mut model_rows_at: Vec<u32> = profile_changed
-            .iter()
-            .copied()
-            .filter(|&f| (f as usize) < old)
-            .chain(new_functions.clone())
-            .collect();
-        model_rows_at.dedup();
-        let mut stats_rows_at = model_rows_at.clone();
-        stats_rows_at.extend(anomaly_changed.iter().filter(|&&f| (f as usize) < old));
-        stats_rows_at.sort_unstable();
-        stats_rows_at.dedup();
+        let rows = changed_rows(&profile_changed, &anomaly_changed, old, nf);
         // Every rank plans the histograms' rooms alike (the same models and
         // table lengths everywhere); the growth is agreed all the same, so
         // that a difference could never leave ranks growing the table apart.
-        let (rank, size) = (coll.rank(), coll.size());
         let hist_len = self.file.len("ad_model_hist");
-        let hist_plan = self.plan_hist(&model_rows_at, detector, hist_len);
+        let hist_plan = self.plan_hist(&rows.models, detector, hist_len);
         let hist_grow = coll.allreduce_max(&[hist_plan.grow])[0];
         let totals = profiles.totals();
-        let counter_stats: Vec<CounterStatsRow> = totals
-            .counters
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.n > 0)
-            .map(|(c, m)| {
-                let mut row = CounterStatsRow {
-                    counter_idx: c as u32,
-                    counter: fixed(names.counters.name(c as u32)),
-                    ..Default::default()
-                };
-                row.set_stats(super::stats::wide_run_stats(m));
-                row
-            })
-            .collect();
-        let counters: Vec<CounterRow> = (0..nc as u32)
-            .map(|c| CounterRow {
-                counter_idx: c,
-                name: fixed(names.counters.name(c)),
-            })
-            .collect();
+        let small = SmallTables::of(names, &totals);
         let (stream_off, stream_tot) = coll.append_offsets(&[self.stream_rows.len() as u64]);
-        let grow = (nf - old) as u64;
-        let f = &mut self.file;
+        let sizes = GlobalSizes {
+            new_functions: (nf - old) as u64,
+            hist_grow,
+            streams: stream_tot[0],
+        };
         let r = if self.broken {
             Ok(())
         } else {
-            f.grow("functions", grow)
-                .and_then(|_| f.grow("func_stats", grow))
-                .and_then(|_| f.grow("ad_model", grow))
-                .and_then(|_| f.grow("ad_model_hist", hist_grow))
-                .and_then(|_| f.recreate::<CounterRow>("counters", counters.len() as u64))
-                .and_then(|_| {
-                    f.recreate::<CounterStatsRow>("counter_stats", counter_stats.len() as u64)
-                })
-                .and_then(|_| f.recreate::<StreamRow>("streams", stream_tot[0]))
-                .map(|_| ())
+            self.size_globals(&sizes, &small)
         };
         let r = self.usable().and(r);
         self.agreed(coll, r)?;
         self.functions_written = nf as u64;
-        let f = &self.file;
-        // The rows are the same on every rank, and each rank builds and
-        // writes its share: the `part` of each sorted list of rows, so that
-        // the ranks' rows never interleave and a block one rank reads back
-        // and rewrites (the unchanged rows between its own) holds no row
-        // another rank writes. The work of a flush is spread over the ranks
-        // instead of falling on rank 0 alone.
-        let part = |len: usize| rank * len / size..(rank + 1) * len / size;
-        let new: Vec<u32> = new_functions.collect();
-        let new = &new[part(new.len())];
-        let stats_rows_at = &stats_rows_at[part(stats_rows_at.len())];
-        let mine = part(model_rows_at.len());
-        let places: Vec<_> = model_rows_at[mine.clone()]
-            .iter()
-            .zip(&hist_plan.places[mine])
-            .collect();
-        // In chunks, so that 10^5 new functions never mean 10^5 rows of a
-        // kilobyte in memory at once.
-        let functions = || {
-            new.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
-                let rows: Vec<FunctionRow> = chunk
-                    .iter()
-                    .map(|&f| FunctionRow {
-                        fid: f,
-                        pid: names.functions.program(f),
-                        name: fixed(names.functions.name(f)),
-                    })
-                    .collect();
-                f.write_rows("functions", chunk[0] as u64, &rows)
-            })
-        };
-        let func_stats = || {
-            stats_rows_at.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
-                let rows: Vec<FuncStatsRow> = chunk
-                    .iter()
-                    .map(|&f| {
-                        let none = Profile::default();
-                        let p = totals.functions.get(f as usize).unwrap_or(&none);
-                        func_stats_row(f, p, self.anomaly_totals.get(f), names)
-                    })
-                    .collect();
-                let at: Vec<u64> = chunk.iter().map(|&f| f as u64).collect();
-                f.write_rows_at("func_stats", &at, &rows)
-            })
-        };
-        let models = || {
-            places.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
-                let m = model_rows(chunk, detector, names);
-                let at: Vec<u64> = chunk.iter().map(|(&f, _)| f as u64).collect();
-                // The rooms of the histograms do not follow the functions'
-                // order: only this rank's rooms are written, never the rows
-                // between them (another rank's rooms, perhaps).
-                f.write_rows_at("ad_model", &at, &m.rows)
-                    .and_then(|_| f.write_rows_exactly_at("ad_model_hist", &m.hist_at, &m.hist))
-            })
-        };
-        let small_tables = || {
-            if rank == 0 {
-                f.write_rows("counters", 0, &counters)
-                    .and_then(|_| f.write_rows("counter_stats", 0, &counter_stats))
-            } else {
-                Ok(())
-            }
-        };
         let r = if self.broken {
             Ok(())
         } else {
-            functions()
-                .and_then(|_| func_stats())
-                .and_then(|_| models())
-                .and_then(|_| small_tables())
+            self.write_global_shares(coll, names, detector, &totals, &rows, &hist_plan, &small)
         };
         drop(totals);
         // Each rank writes its own streams' rows.
-        let r = r.and_then(|_| f.write_rows("streams", stream_off[0], &self.stream_rows));
+        let r = r.and_then(|_| {
+            self.file
+                .write_rows("streams", stream_off[0], &self.stream_rows)
+        });
         self.agreed(coll, r)
+    }
+
+    /// Grows the global tables to their new lengths and recreates the
+    /// small ones (collective).
+    fn size_globals(&mut self, sizes: &GlobalSizes, small: &SmallTables) -> anyhow::Result<()> {
+        let f = &mut self.file;
+        f.grow("functions", sizes.new_functions)?;
+        f.grow("func_stats", sizes.new_functions)?;
+        f.grow("ad_model", sizes.new_functions)?;
+        f.grow("ad_model_hist", sizes.hist_grow)?;
+        f.recreate::<CounterRow>("counters", small.counters.len() as u64)?;
+        f.recreate::<CounterStatsRow>("counter_stats", small.counter_stats.len() as u64)?;
+        f.recreate::<StreamRow>("streams", sizes.streams)
+    }
+
+    /// Writes this rank's share of the rows of `functions`, `func_stats`,
+    /// `ad_model` and `ad_model_hist`, and (rank 0) the small tables.
+    ///
+    /// The rows are the same on every rank, and each rank builds and
+    /// writes the `part` of each sorted list of rows, so that the ranks'
+    /// rows never interleave and a block one rank reads back and rewrites
+    /// (the unchanged rows between its own) holds no row another rank
+    /// writes. The work of a flush is spread over the ranks instead of
+    /// falling on rank 0 alone. Rows go in chunks, so that 10^5 new
+    /// functions never mean 10^5 rows of a kilobyte in memory at once.
+    #[allow(clippy::too_many_arguments)]
+    fn write_global_shares(
+        &self,
+        coll: &Collectives,
+        names: &GlobalNames,
+        detector: &dyn Detector,
+        totals: &Totals,
+        rows: &ChangedRows,
+        hist_plan: &HistPlan,
+        small: &SmallTables,
+    ) -> anyhow::Result<()> {
+        let (rank, size) = (coll.rank(), coll.size());
+        let f = &self.file;
+        let part = |len: usize| rank * len / size..(rank + 1) * len / size;
+        let new: Vec<u32> = rows.new_functions.clone().collect();
+        let new = &new[part(new.len())];
+        let stats_rows_at = &rows.stats[part(rows.stats.len())];
+        let mine = part(rows.models.len());
+        let places: Vec<_> = rows.models[mine.clone()]
+            .iter()
+            .zip(&hist_plan.places[mine])
+            .collect();
+        new.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+            let rows: Vec<FunctionRow> = chunk
+                .iter()
+                .map(|&f| FunctionRow {
+                    fid: f,
+                    pid: names.functions.program(f),
+                    name: fixed(names.functions.name(f)),
+                })
+                .collect();
+            f.write_rows("functions", chunk[0] as u64, &rows)
+        })?;
+        stats_rows_at.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+            let rows: Vec<FuncStatsRow> = chunk
+                .iter()
+                .map(|&f| {
+                    let none = Profile::default();
+                    let p = totals.functions.get(f as usize).unwrap_or(&none);
+                    func_stats_row(f, p, self.anomaly_totals.get(f), names)
+                })
+                .collect();
+            let at: Vec<u64> = chunk.iter().map(|&f| f as u64).collect();
+            f.write_rows_at("func_stats", &at, &rows)
+        })?;
+        places.chunks(ROWS_PER_WRITE).try_for_each(|chunk| {
+            let m = model_rows(chunk, detector, names);
+            let at: Vec<u64> = chunk.iter().map(|(&f, _)| f as u64).collect();
+            // The rooms of the histograms do not follow the functions'
+            // order: only this rank's rooms are written, never the rows
+            // between them (another rank's rooms, perhaps).
+            f.write_rows_at("ad_model", &at, &m.rows)
+                .and_then(|_| f.write_rows_exactly_at("ad_model_hist", &m.hist_at, &m.hist))
+        })?;
+        if rank == 0 {
+            f.write_rows("counters", 0, &small.counters)?;
+            f.write_rows("counter_stats", 0, &small.counter_stats)?;
+        }
+        Ok(())
     }
 
     /// Where the histograms of the models of functions `at` go in
@@ -823,6 +804,93 @@ fn anomaly_of(r: &ExecRecord) -> Anomaly {
 
 /// Rows of the global tables built and written at a time.
 const ROWS_PER_WRITE: usize = 4096;
+
+/// The rows of the global tables a flush writes.
+struct ChangedRows {
+    /// Functions first seen since the last flush.
+    new_functions: std::ops::Range<u32>,
+    /// `ad_model` rows to write: models change only where executions were
+    /// profiled (sorted).
+    models: Vec<u32>,
+    /// `func_stats` rows to write: those, and the older functions whose
+    /// anomalies changed (sorted).
+    stats: Vec<u32>,
+}
+
+/// The rows of the global tables to write, given the functions whose
+/// profile and whose anomalies changed, `old` functions written before and
+/// `nf` known now.
+fn changed_rows(
+    profile_changed: &[u32],
+    anomaly_changed: &[u32],
+    old: usize,
+    nf: usize,
+) -> ChangedRows {
+    let new_functions = old as u32..nf as u32;
+    let mut models: Vec<u32> = profile_changed
+        .iter()
+        .copied()
+        .filter(|&f| (f as usize) < old)
+        .chain(new_functions.clone())
+        .collect();
+    models.dedup();
+    let mut stats = models.clone();
+    stats.extend(anomaly_changed.iter().filter(|&&f| (f as usize) < old));
+    stats.sort_unstable();
+    stats.dedup();
+    ChangedRows {
+        new_functions,
+        models,
+        stats,
+    }
+}
+
+/// How much the global tables grow at a flush.
+struct GlobalSizes {
+    /// Rows of `functions`, `func_stats` and `ad_model`.
+    new_functions: u64,
+    /// Rows of `ad_model_hist`.
+    hist_grow: u64,
+    /// Rows of `streams` (rewritten whole).
+    streams: u64,
+}
+
+/// The small global tables, rewritten whole at every flush.
+struct SmallTables {
+    counters: Vec<CounterRow>,
+    counter_stats: Vec<CounterStatsRow>,
+}
+
+impl SmallTables {
+    /// Every counter, and the statistics of those that have values.
+    fn of(names: &GlobalNames, totals: &Totals) -> SmallTables {
+        let counter_stats = totals
+            .counters
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.n > 0)
+            .map(|(c, m)| {
+                let mut row = CounterStatsRow {
+                    counter_idx: c as u32,
+                    counter: fixed(names.counters.name(c as u32)),
+                    ..Default::default()
+                };
+                row.set_stats(super::stats::wide_run_stats(m));
+                row
+            })
+            .collect();
+        let counters = (0..names.counters.len() as u32)
+            .map(|c| CounterRow {
+                counter_idx: c,
+                name: fixed(names.counters.name(c)),
+            })
+            .collect();
+        SmallTables {
+            counters,
+            counter_stats,
+        }
+    }
+}
 
 /// Where [`ProvenanceWriter::plan_hist`] puts the models' histograms.
 #[derive(Default)]

@@ -15,7 +15,7 @@ use crate::detect::choice::{Algorithm, DetectorSettings};
 
 /// The result of the analysis of one run.
 #[derive(Debug, Clone)]
-pub struct RossReport {
+pub struct RossSummary {
     /// The summary as JSON (the `--summary-out` document).
     pub json: Value,
 }
@@ -122,7 +122,7 @@ pub fn run_wide_threshold(d: &DetectorSettings) -> f64 {
     }
 }
 
-impl RossReport {
+impl RossSummary {
     /// Builds the report of the findings.
     pub fn new(f: &Findings) -> Self {
         let files = &f.run.files;
@@ -208,7 +208,7 @@ impl RossReport {
             "entities": entities,
             "warnings": f.warnings,
         });
-        RossReport { json }
+        RossSummary { json }
     }
 
     /// The summary as pretty JSON, its `incidents` first (what a reader
@@ -306,7 +306,7 @@ impl RossReport {
     }
 
     /// The run's line, its incidents, then the anomalies
-    /// ([`RossReport::text`]).
+    /// ([`RossSummary::text`]).
     pub fn full_text(&self, f: &Findings) -> String {
         let text = self.text();
         let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));

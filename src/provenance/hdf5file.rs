@@ -55,7 +55,7 @@ use hdf5_sys::h5t::{
 };
 
 use crate::collectives::Collectives;
-use crate::output::columns::{array_description, clean_doc, DescribedRow};
+use crate::provenance::columns::{array_description, clean_doc, DescribedRow};
 use crate::util::same_on_every_rank::SameOnEveryRank;
 
 /// Bytes per chunk of an appendable table: large enough for efficient I/O,

@@ -11,11 +11,11 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
-use super::read::table;
 use super::records::{
     CounterRow, FuncStatsRow, FunctionRow, ModelDetectorRow, ModelSampleCounterRow, ModelSampleRow,
     RunTagRow,
 };
+use super::table::table;
 use crate::detect::model::ModelDocument;
 use crate::model::features::{counter_feature, FIXED};
 use crate::model::table::Table;

@@ -4,17 +4,18 @@
 use hdf5::types::FixedUnicode;
 use hdf5::H5Type;
 
-use crate::output::columns::described_row;
+use crate::provenance::columns::described_row;
 
 /// Short text columns (kinds, signals, series names).
 pub type Label = FixedUnicode<32>;
 
 /// A text column's value (cut to its width).
 pub fn label(s: &str) -> Label {
-    crate::output::records::fixed(s)
+    crate::provenance::records::fixed(s)
 }
 
-pub(super) fn text(l: &Label) -> String {
+/// A text column's value as a `String`.
+pub fn text(l: &Label) -> String {
     l.as_str().to_owned()
 }
 

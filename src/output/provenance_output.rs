@@ -9,15 +9,15 @@ use std::path::Path;
 
 use super::collect::{ProvenanceOptions, StepContext, StreamProvenance};
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext, RunEnd};
-use super::hdf5file::FileAttr;
-use super::records::{fixed, ModelDetectorRow, PerfRow, RunTagRow, StepRow};
 use super::samples::ModelSampler;
-use super::writer::ProvenanceWriter;
 use crate::collectives::Collectives;
 use crate::detect::model::ModelDocument;
 use crate::detect::{Label, Prediction, Verdict};
 use crate::events::names::GlobalNames;
 use crate::events::Execution;
+use crate::provenance::hdf5file::FileAttr;
+use crate::provenance::records::{fixed, ModelDetectorRow, PerfRow, RunTagRow, StepRow};
+use crate::provenance::writer::ProvenanceWriter;
 use crate::util::utc::utc_iso8601;
 
 /// How the provenance file is written.
@@ -187,12 +187,14 @@ impl ProvenanceOutput {
                 .and_then(|_| w.write_global_table(ctx.coll, "model_detector_json", &text));
         }
         if let Some(list) = ctx.incidents {
-            let (rows, evidence, members) = super::incidents::incident_rows(list);
+            let (rows, evidence, members) = crate::provenance::incidents::incident_rows(list);
             samples_written = samples_written
                 .and_then(|_| w.write_global_table(ctx.coll, "incidents", &rows))
                 .and_then(|_| w.write_global_table(ctx.coll, "incident_evidence", &evidence))
                 .and_then(|_| w.write_global_table(ctx.coll, "incident_members", &members));
-            attrs.extend(super::incidents::floor_attrs(list).map(|(k, v)| (k, FileAttr::F64(v))));
+            attrs.extend(
+                crate::provenance::incidents::floor_attrs(list).map(|(k, v)| (k, FileAttr::F64(v))),
+            );
         }
         if let Some(sampler) = self.samples.take() {
             let (rows, counters) = sampler.merge(ctx.coll, ctx.names);

@@ -6,6 +6,11 @@
 //! anomalies with their call stacks — and, for runs of the model detector,
 //! what the model predicted for them. The run's settings (every root
 //! attribute, the configuration pretty-printed) come with `--settings`.
+//!
+//! This room holds what users read of a provenance file from the command
+//! line: this summary, `export --json` of TAU runs ([`export_json`]) and
+//! what `inspect` and `export` show of ROSS runs ([`ross`]). The file
+//! itself is read by `crate::provenance`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -13,8 +18,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::read::{own_stack, slice, Provenance};
-use super::records::{ExecRecord, LABEL_ANOMALY};
+pub mod export_json;
+pub mod ross;
+
+use crate::provenance::read::{own_stack, slice, Provenance};
+use crate::provenance::records::{ExecRecord, LABEL_ANOMALY};
 use crate::trace::format::{split_stream_name, TAU_IO_NAME};
 
 /// What `inspect` shows.
@@ -185,6 +193,31 @@ pub fn print_inspect(
     out: &mut dyn Write,
     o: InspectOptions,
 ) -> std::io::Result<()> {
+    print_run_line(p, out)?;
+    out.write_all(
+        crate::incidents::text::list_text(&p.incidents, crate::incidents::Source::Tau, o.top)
+            .as_bytes(),
+    )?;
+    if o.settings {
+        print_settings(p, out)?;
+    }
+    let anomalies: Vec<&ExecRecord> = p.kept(0).map(|(_, r)| r).collect();
+    writeln!(
+        out,
+        "\n{} anomalies ({} labelled in situ; {} normal samples), {} functions, {} steps x streams",
+        anomalies.len(),
+        in_situ(p),
+        p.kept(1).count(),
+        p.functions.len(),
+        p.steps.len()
+    )?;
+    print_tallies(p, &anomalies, out, o.top)?;
+    print_worst(p, out, o.worst)
+}
+
+/// Whether the run completed (a warning when it did not), and the run in
+/// one line.
+fn print_run_line(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
     if !completed(p) {
         let why = p
             .attrs
@@ -209,41 +242,39 @@ pub fn print_inspect(
         a("algorithm"),
         a("start_time"),
         a("end_time"),
-    )?;
-    out.write_all(
-        crate::incidents::text::list_text(&p.incidents, crate::incidents::Source::Tau, o.top)
-            .as_bytes(),
-    )?;
-    if o.settings {
-        writeln!(out, "\nrun")?;
-        for (k, v) in &p.attrs {
-            match attr_value(v) {
-                Value::String(s) => writeln!(out, "  {k}: {s}")?,
-                j => {
-                    let pretty = serde_json::to_string_pretty(&j).unwrap_or_else(|_| v.clone());
-                    writeln!(out, "  {k}:")?;
-                    for line in pretty.lines() {
-                        writeln!(out, "    {line}")?;
-                    }
+    )
+}
+
+/// Every root attribute, JSON values pretty-printed (`--settings`).
+fn print_settings(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "\nrun")?;
+    for (k, v) in &p.attrs {
+        match attr_value(v) {
+            Value::String(s) => writeln!(out, "  {k}: {s}")?,
+            j => {
+                let pretty = serde_json::to_string_pretty(&j).unwrap_or_else(|_| v.clone());
+                writeln!(out, "  {k}:")?;
+                for line in pretty.lines() {
+                    writeln!(out, "    {line}")?;
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// The anomalies per function (the `top` first) and per rank.
+fn print_tallies(
+    p: &Provenance,
+    anomalies: &[&ExecRecord],
+    out: &mut dyn Write,
+    top: usize,
+) -> std::io::Result<()> {
     let names = program_names(p);
-    let anomalies: Vec<&ExecRecord> = p.kept(0).map(|(_, r)| r).collect();
-    writeln!(
-        out,
-        "\n{} anomalies ({} labelled in situ; {} normal samples), {} functions, {} steps x streams",
-        anomalies.len(),
-        in_situ(p),
-        p.kept(1).count(),
-        p.functions.len(),
-        p.steps.len()
-    )?;
-    let (funcs, ranks) = tallies(&anomalies);
+    let (funcs, ranks) = tallies(anomalies);
     writeln!(out, "\nanomalies per function")?;
     writeln!(out, "{:>9} {:>10}  function", "anomalies", "max score")?;
-    for (fid, (n, max)) in funcs.iter().take(o.top) {
+    for (fid, (n, max)) in funcs.iter().take(top) {
         writeln!(out, "{n:>9} {max:>10.2}  {}", p.function_name(*fid))?;
     }
     writeln!(out, "\nanomalies per rank (program:rank)")?;
@@ -251,10 +282,15 @@ pub fn print_inspect(
         .iter()
         .map(|((pid, rid), n)| format!("{}={n}", rank_label(&names, *pid, *rid)))
         .collect();
-    writeln!(out, "  {}", line.join("  "))?;
+    writeln!(out, "  {}", line.join("  "))
+}
+
+/// The `n` worst anomalies, each with its call stack.
+fn print_worst(p: &Provenance, out: &mut dyn Write, n: usize) -> std::io::Result<()> {
+    let names = program_names(p);
     writeln!(out, "\nworst anomalies")?;
     let d = &p.collections[0];
-    for r in worst(p, o.worst) {
+    for r in worst(p, n) {
         let model = if r.model_prediction_us.is_finite() {
             format!(
                 ", model predicted {:.1} us ({:.2}x)",

@@ -470,9 +470,9 @@ pub fn read_incidents(
     f: &hdf5::File,
     attr: &dyn Fn(&str) -> Option<f64>,
 ) -> anyhow::Result<IncidentList> {
-    let rows: Vec<IncidentRow> = super::read::table(f, "incidents")?;
-    let ev: Vec<IncidentEvidenceRow> = super::read::table(f, "incident_evidence")?;
-    let members: Vec<IncidentMemberRow> = super::read::table(f, "incident_members")?;
+    let rows: Vec<IncidentRow> = super::table::table(f, "incidents")?;
+    let ev: Vec<IncidentEvidenceRow> = super::table::table(f, "incident_evidence")?;
+    let members: Vec<IncidentMemberRow> = super::table::table(f, "incident_members")?;
     Ok(IncidentList {
         incidents: incidents_of_rows(&rows, &ev, &members),
         floor: attr("incident_floor").unwrap_or(crate::incidents::DEFAULT_FLOOR),
