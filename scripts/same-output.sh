@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Checks that two builds of chimbuko-mpi give the same results: for the
-# `large` and `multimodal` scenarios and the real TAU fixture, with every
-# detector at 1 and 2 AD ranks, the JSON export of the provenance file,
-# `--model-out` and the label CSVs must be byte-identical.
+# Checks that two builds of chimbuko-mpi give the same results:
+# - for the `large` and `multimodal` scenarios and the real TAU fixture,
+#   with every detector at 1 and 2 AD ranks, the JSON export of the
+#   provenance file, `--model-out` and the label CSVs;
+# - for every real ROSS fixture at 1 and 2 AD ranks, `ross`'s printed
+#   summary, its `--summary-out` JSON and the JSON export of its
+#   provenance file;
+# - `model train` on Eiger's training table (every profile), the model
+#   file and what it prints;
+# must be byte-identical.
 #
 #   bash scripts/same-output.sh OLD_BINARY NEW_BINARY [WORKDIR]
 #   bash scripts/same-output.sh OLD_BINARY "" WORKDIR   # old outputs only
@@ -78,5 +84,63 @@ for input in large multimodal tau; do
       fi
     done
   done
+done
+
+# ROSS: the real fixtures, post hoc, at 1 and 2 AD ranks.
+ross_one() { # BINARY OUTDIR FIXTURE NP
+  local bin="$1" out="$2" fixture="$3" np="$4"
+  rm -rf "$out"
+  mkdir -p "$out"
+  mpirun "${MPIRUN_FLAGS[@]}" -np "$np" "$bin" ross "$ROOT/tests/fixtures/ross/$fixture" \
+    --out "$out/prov.h5" --summary-out "$out/summary.json" >"$out/stdout.txt" 2>"$out/stderr.txt"
+  "$bin" export --json "$out/prov.h5" "$out/json" >/dev/null
+  rm "$out/prov.h5"
+}
+for dir in "$ROOT"/tests/fixtures/ross/*/; do
+  fixture="$(basename "$dir")"
+  for np in 1 2; do
+    old="$WORK/old-ross-$fixture-$np"
+    new="$WORK/new-ross-$fixture-$np"
+    if [ ! -f "$old/done" ] || [ "$(cat "$old/done")" != "$OLD" ]; then
+      ross_one "$OLD" "$old" "$fixture" "$np"
+      echo "$OLD" >"$old/done"
+    fi
+    [ -n "$NEW_TOO" ] || continue
+    ross_one "$NEW" "$new" "$fixture" "$np"
+    if diff -rq "$old/json" "$new/json" >/dev/null &&
+      cmp -s "$old/summary.json" "$new/summary.json" &&
+      cmp -s "$old/stdout.txt" "$new/stdout.txt"; then
+      echo "same: ross $fixture np=$np"
+    else
+      echo "DIFFERENT: ross $fixture np=$np (see $old and $new)"
+      failed=1
+    fi
+  done
+done
+
+# Performance models: Eiger's training table, every profile.
+train_one() { # BINARY OUTDIR PROFILE
+  local bin="$1" out="$2" profile="$3"
+  rm -rf "$out"
+  mkdir -p "$out"
+  "$bin" model train "$ROOT/tests/fixtures/eiger/training.csv" --profile "$profile" \
+    -o "$out/model" >"$out/stdout.txt" 2>"$out/stderr.txt"
+}
+for profile in default eiger-2013 eiger-2016; do
+  old="$WORK/old-train-$profile"
+  new="$WORK/new-train-$profile"
+  if [ ! -f "$old/done" ] || [ "$(cat "$old/done")" != "$OLD" ]; then
+    train_one "$OLD" "$old" "$profile"
+    echo "$OLD" >"$old/done"
+  fi
+  [ -n "$NEW_TOO" ] || continue
+  train_one "$NEW" "$new" "$profile"
+  if cmp -s "$old/model" "$new/model" && cmp -s "$old/stdout.txt" "$new/stdout.txt" &&
+    cmp -s "$old/stderr.txt" "$new/stderr.txt"; then
+    echo "same: model train --profile $profile"
+  else
+    echo "DIFFERENT: model train --profile $profile (see $old and $new)"
+    failed=1
+  fi
 done
 exit "$failed"

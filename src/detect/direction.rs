@@ -18,8 +18,7 @@
 //! predicts). An execution on the other side keeps its score but is
 //! labelled normal.
 
-use super::model::ModelDocument;
-use super::{Detector, Label, ModelSnapshot, Prediction, Verdict, Wire};
+use super::{Detector, Label, ModelSnapshot, Predictor, Verdict, Wire};
 
 /// Which executions may be anomalies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,23 +127,11 @@ impl Detector for Directed {
     fn is_slow(&self, function: u32, value: u64) -> bool {
         self.inner.is_slow(function, value)
     }
-    fn function_named(&mut self, function: u32, name: &str) {
-        self.inner.function_named(function, name);
+    fn predictor(&self) -> Option<&dyn Predictor> {
+        self.inner.predictor()
     }
-    fn counter_named(&mut self, counter: u32, name: &str) {
-        self.inner.counter_named(counter, name);
-    }
-    fn uses_models(&self) -> bool {
-        self.inner.uses_models()
-    }
-    fn predicts(&self, function: u32) -> bool {
-        self.inner.predicts(function)
-    }
-    fn predict(&self, function: u32, fixed: &[u64], counters: &[(u32, u64)]) -> Option<Prediction> {
-        self.inner.predict(function, fixed, counters)
-    }
-    fn model_documents(&self) -> Vec<ModelDocument> {
-        self.inner.model_documents()
+    fn predictor_mut(&mut self) -> Option<&mut dyn Predictor> {
+        self.inner.predictor_mut()
     }
     fn model_json(&self, function: u32) -> serde_json::Value {
         let mut j = self.inner.model_json(function);

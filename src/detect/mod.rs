@@ -291,6 +291,30 @@ impl Prediction {
     }
 }
 
+/// What a detector that judges calls by a performance model's prediction
+/// adds to [`Detector`] (reached through [`Detector::predictor`]): it knows
+/// functions and counters by name, predicts the runtime of an execution
+/// from its features, and records the models it judges with.
+pub trait Predictor {
+    /// The global function `function` is named `name` (called as names are
+    /// agreed, before [`Detector::set_function_threshold`]).
+    fn function_named(&mut self, function: u32, name: &str);
+    /// The global counter `counter` is named `name` (as names are agreed).
+    fn counter_named(&mut self, counter: u32, name: &str);
+    /// Whether executions of `function` are judged by a model's
+    /// prediction: their [`Prediction::ratio_ppm`] is what
+    /// [`Detector::observe`], [`Detector::label`] and
+    /// [`Detector::is_slow`] take for them.
+    fn predicts(&self, function: u32) -> bool;
+    /// The prediction for an execution of `function` with these fixed
+    /// features (in `model::features::FIXED` order) and counter values
+    /// (`(global counter, value)`, sorted by counter); `None`: judge its
+    /// runtime.
+    fn predict(&self, function: u32, fixed: &[u64], counters: &[(u32, u64)]) -> Option<Prediction>;
+    /// The performance models the detector judges with, for provenance.
+    fn model_documents(&self) -> Vec<model::ModelDocument>;
+}
+
 /// What every detector implements.
 pub trait Detector: Send {
     /// Name as given to `--algorithm`.
@@ -331,40 +355,15 @@ pub trait Detector: Send {
     fn set_function_threshold(&mut self, function: u32, value: f64);
     /// Labels one runtime of `function` against the global model.
     fn label(&self, function: u32, value: u64) -> Verdict;
-    /// The global function `function` is named `name` (called as names are
-    /// agreed, before [`Detector::set_function_threshold`]); for detectors
-    /// that know functions by name.
-    fn function_named(&mut self, _function: u32, _name: &str) {}
-    /// The global counter `counter` is named `name` (as names are agreed).
-    fn counter_named(&mut self, _counter: u32, _name: &str) {}
-    /// Whether some function may be judged by a model's prediction (the
-    /// pipeline then computes the features of executions whose function
-    /// [`Detector::predicts`]).
-    fn uses_models(&self) -> bool {
-        false
-    }
-    /// Whether executions of `function` are judged by a model's
-    /// prediction: their [`Prediction::ratio_ppm`] is what
-    /// [`Detector::observe`], [`Detector::label`] and
-    /// [`Detector::is_slow`] take for them.
-    fn predicts(&self, _function: u32) -> bool {
-        false
-    }
-    /// The prediction for an execution of `function` with these fixed
-    /// features (in `model::features::FIXED` order) and counter values
-    /// (`(global counter, value)`, sorted by counter); `None`: judge its
-    /// runtime.
-    fn predict(
-        &self,
-        _function: u32,
-        _fixed: &[u64],
-        _counters: &[(u32, u64)],
-    ) -> Option<Prediction> {
+    /// The performance models of a detector that judges some functions by
+    /// a model's prediction (`--algorithm model`): the seam of what only
+    /// such a detector needs. `None` (the default): runtimes are judged.
+    fn predictor(&self) -> Option<&dyn Predictor> {
         None
     }
-    /// The performance models the detector judges with, for provenance.
-    fn model_documents(&self) -> Vec<model::ModelDocument> {
-        Vec::new()
+    /// [`Detector::predictor`], to tell it the names as they are agreed.
+    fn predictor_mut(&mut self) -> Option<&mut dyn Predictor> {
+        None
     }
     /// Whether `value` is slower than the model of `function` predicts
     /// (for `--direction`): above its mean, unless the detector knows

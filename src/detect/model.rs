@@ -29,7 +29,7 @@ use anyhow::{bail, Context};
 
 use super::sstd::{Sstd, SstdParams};
 use super::stats::exact::MOMENT_SUM_WORDS;
-use super::{fnv1a, Detector, ModelSnapshot, Prediction, Verdict, Wire};
+use super::{fnv1a, Detector, ModelSnapshot, Prediction, Predictor, Verdict, Wire};
 use crate::model::features::{self, FIXED};
 use crate::model::format::json;
 use crate::model::library::{Index, ModelLibrary, INDEX};
@@ -264,26 +264,16 @@ impl ModelDetector {
     }
 }
 
-impl Detector for ModelDetector {
-    fn name(&self) -> &'static str {
-        "model"
-    }
-
-    fn ensure_functions(&mut self, n: usize) {
-        if self.plan_of.len() < n {
-            self.plan_of.resize(n, None);
-        }
-        self.residual.ensure_functions(n);
-        self.fallback.ensure_functions(n);
-    }
-
+impl Predictor for ModelDetector {
     fn function_named(&mut self, function: u32, name: &str) {
         let i = function as usize;
         if self.plan_of.len() <= i {
             self.plan_of.resize(i + 1, None);
         }
         self.plan_of[i] = self.by_name.get(name).copied();
-        self.fallback.function_named(function, name);
+        if let Some(p) = self.fallback.predictor_mut() {
+            p.function_named(function, name);
+        }
     }
 
     fn counter_named(&mut self, counter: u32, name: &str) {
@@ -296,16 +286,14 @@ impl Detector for ModelDetector {
                 }
             }
         }
-        self.fallback.counter_named(counter, name);
+        if let Some(p) = self.fallback.predictor_mut() {
+            p.counter_named(counter, name);
+        }
     }
 
     #[inline]
     fn predicts(&self, function: u32) -> bool {
         self.modelled(function)
-    }
-
-    fn uses_models(&self) -> bool {
-        true
     }
 
     fn predict(&self, function: u32, fixed: &[u64], counters: &[(u32, u64)]) -> Option<Prediction> {
@@ -322,6 +310,28 @@ impl Detector for ModelDetector {
                 json: p.json.clone(),
             })
             .collect()
+    }
+}
+
+impl Detector for ModelDetector {
+    fn name(&self) -> &'static str {
+        "model"
+    }
+
+    fn ensure_functions(&mut self, n: usize) {
+        if self.plan_of.len() < n {
+            self.plan_of.resize(n, None);
+        }
+        self.residual.ensure_functions(n);
+        self.fallback.ensure_functions(n);
+    }
+
+    fn predictor(&self) -> Option<&dyn Predictor> {
+        Some(self)
+    }
+
+    fn predictor_mut(&mut self) -> Option<&mut dyn Predictor> {
+        Some(self)
     }
 
     #[inline]

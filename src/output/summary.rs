@@ -165,30 +165,7 @@ pub fn summary_text(
             t.false_negatives
         );
     }
-    let _ = writeln!(
-        text,
-        "{:>4} {:>10} {:>9} {:>12} {:>12}  function",
-        "prog", "executions", "anomalies", "mean_us", "stddev_us"
-    );
-    for f in top_functions(totals, top) {
-        let m = det.model_json(f as u32);
-        // Functions the model detector judges by their ratio to a
-        // performance model show the ratio's statistics.
-        let (mean, stddev, prec, note) = match (m.get("mean_ratio"), m.get("stddev_ratio")) {
-            (Some(r), Some(s)) => (r, s, 3, "  (runtime / model prediction)"),
-            _ => (&m["mean"], &m["stddev"], 1, ""),
-        };
-        let _ = writeln!(
-            text,
-            "{:>4} {:>10} {:>9} {:>12.prec$} {:>12.prec$}  {}{note}",
-            names.functions.program(f as u32),
-            totals.executions[f],
-            totals.anomalies[f],
-            mean.as_f64().unwrap_or(0.0),
-            stddev.as_f64().unwrap_or(0.0),
-            names.functions.name(f as u32)
-        );
-    }
+    function_table(&mut text, totals, names, det, top);
     let steps = s.steps.max(1) as f64;
     let parts: Vec<String> = s
         .timings
@@ -216,6 +193,42 @@ pub fn summary_text(
         );
     }
     text
+}
+
+/// The table of the `top` functions by anomalies: executions, anomalies
+/// and the model's mean and spread of each.
+fn function_table(
+    text: &mut String,
+    totals: &FunctionTotals,
+    names: &GlobalNames,
+    det: &dyn Detector,
+    top: usize,
+) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        *text,
+        "{:>4} {:>10} {:>9} {:>12} {:>12}  function",
+        "prog", "executions", "anomalies", "mean_us", "stddev_us"
+    );
+    for f in top_functions(totals, top) {
+        let m = det.model_json(f as u32);
+        // Functions the model detector judges by their ratio to a
+        // performance model show the ratio's statistics.
+        let (mean, stddev, prec, note) = match (m.get("mean_ratio"), m.get("stddev_ratio")) {
+            (Some(r), Some(s)) => (r, s, 3, "  (runtime / model prediction)"),
+            _ => (&m["mean"], &m["stddev"], 1, ""),
+        };
+        let _ = writeln!(
+            *text,
+            "{:>4} {:>10} {:>9} {:>12.prec$} {:>12.prec$}  {}{note}",
+            names.functions.program(f as u32),
+            totals.executions[f],
+            totals.anomalies[f],
+            mean.as_f64().unwrap_or(0.0),
+            stddev.as_f64().unwrap_or(0.0),
+            names.functions.name(f as u32)
+        );
+    }
 }
 
 /// One function of the model and summary files.

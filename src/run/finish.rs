@@ -45,6 +45,42 @@ impl Pipeline<'_> {
     /// Finishes the run after its last step.
     pub(super) fn finish(mut self) -> anyhow::Result<()> {
         let calls_in_steps = self.state.coll.calls_made() - self.state.calls_before;
+        let (pruned, open_calls) = self.label_what_is_held();
+        self.conclude_incidents();
+        self.finish_outputs()?;
+        let mut summary = self.state.summary(calls_in_steps, pruned, open_calls)?;
+        let st = &self.state;
+        let failed = super::StreamsFailed {
+            failed: summary.streams_failed,
+            stalled: summary.streams_stalled,
+            streams: st.all_streams as u64,
+            none_read: summary.rows == 0,
+            with_file: st.provenance.is_some(),
+        };
+        let allowed = st.opts.allow_failed_streams;
+        self.outputs.report(&st.context(), &mut summary)?;
+        // The HTML page of the file just closed (rank 0; no collective
+        // follows, so only rank 0's exit status says if it failed).
+        if let (Some(html), Some(prov), 0) = (&st.opts.report, &st.provenance, st.coll.rank()) {
+            let w = crate::report::write_report(prov, html)
+                .with_context(|| format!("writing the report of {}", prov.display()))?;
+            eprintln!(
+                "run: report written to {} ({:.1} MB)",
+                w.path.display(),
+                w.bytes as f64 / 1e6
+            );
+        }
+        if failed.failed + failed.stalled > 0 && (failed.none_read || !allowed) {
+            return Err(failed.into());
+        }
+        Ok(())
+    }
+
+    /// Labels what is still held against the final model (and re-judges
+    /// the stored in-situ anomalies), hands the late labels to the outputs
+    /// and closes the calls still open; returns the anomalies pruned and
+    /// the calls that were open on this rank.
+    fn label_what_is_held(&mut self) -> (u64, u64) {
         let RunState {
             held,
             filter,
@@ -64,30 +100,43 @@ impl Pipeline<'_> {
             let unfinished = s.calls.finish();
             self.state.issues.merge(&unfinished);
         }
+        (pruned, open_calls)
+    }
 
-        self.conclude_incidents();
-
+    /// The outputs' last appends and the re-evaluation (collective; timed
+    /// as writing); an error of any rank stops every rank.
+    fn finish_outputs(&mut self) -> anyhow::Result<()> {
         let end = RunEnd {
             steps: self.state.steps_done,
             ended_at: self.state.coll.allreduce_max(&[unix_seconds()])[0],
             completed: true,
             stopped_by: None,
         };
-        // The last append and the re-evaluation count as writing.
         let failure = self.timed(Stage::Write, |p| {
             let ctx = p.state.context();
             p.outputs.finish(&ctx, &end)
         });
-        let st = &self.state;
-        let coll = st.coll;
+        let coll = self.state.coll;
         let failed = coll.allreduce_sum(&[failure.is_some() as u64])[0];
         if failed > 0 {
             return Err(collective_failure(coll, failure.as_deref()));
         }
+        Ok(())
+    }
+}
 
-        // Final reductions: model identity, totals, timings.
+impl RunState<'_> {
+    /// The run's headline numbers, reduced over the ranks (collective):
+    /// after checking that every rank holds the same model.
+    fn summary(
+        &self,
+        calls_in_steps: u64,
+        pruned: u64,
+        open_calls: u64,
+    ) -> anyhow::Result<RunSummary> {
+        let coll = self.coll;
         let pruned = coll.allreduce_sum(&[pruned])[0];
-        let digest = st.detector.digest();
+        let digest = self.detector.digest();
         let dmin = coll.allreduce_min(&[digest])[0];
         let dmax = coll.allreduce_max(&[digest])[0];
         if dmin != dmax {
@@ -95,35 +144,26 @@ impl Pipeline<'_> {
                 "internal error: global models differ across AD ranks (digests {dmin:x} vs {dmax:x})"
             );
         }
-        let count =
-            |f: fn(&StreamState) -> bool| st.streams.iter().filter(|s| f(&s.state)).count() as u64;
+        let count = |f: fn(&StreamState) -> bool| {
+            self.streams.iter().filter(|s| f(&s.state)).count() as u64
+        };
         let totals = coll.allreduce_sum(&[
             open_calls,
-            st.issues.total(),
+            self.issues.total(),
             count(|s| matches!(s, StreamState::Failed { .. })),
             count(|s| matches!(s, StreamState::Stalled { .. })),
         ]);
-        let stage_max = st.timings.reduce_max(coll);
+        let stage_max = self.timings.reduce_max(coll);
         let peak_rss_kb = coll.allreduce_max(&[crate::sys::allocator::peak_rss_kb()])[0];
-        let traffic = coll.allreduce_max(&[
-            st.timings.bytes(Stage::Agree),
-            st.timings.bytes(Stage::Reduce),
-            st.timings.bytes(Stage::Status),
-            st.timings.bytes(Stage::Link),
-        ]);
-        let traffic_in = coll.allreduce_max(&[
-            st.timings.received(Stage::Agree),
-            st.timings.received(Stage::Reduce),
-            st.timings.received(Stage::Status),
-            st.timings.received(Stage::Link),
-        ]);
-        let mut summary = RunSummary {
+        let (traffic, traffic_in) = self.collective_traffic();
+        let steps = self.steps_done.max(1) as f64;
+        Ok(RunSummary {
             ad_ranks: coll.size(),
-            streams: st.all_streams,
-            steps: st.steps_done,
-            rows: st.rows,
-            executions: st.executions,
-            anomalies_in_situ: st.anomalies,
+            streams: self.all_streams,
+            steps: self.steps_done,
+            rows: self.rows,
+            executions: self.executions,
+            anomalies_in_situ: self.anomalies,
             // The run's summary fills in the final anomalies and the truth.
             anomalies: 0,
             anomalies_pruned_at_end: pruned,
@@ -131,55 +171,49 @@ impl Pipeline<'_> {
             event_issues: totals[1],
             streams_failed: totals[2],
             streams_stalled: totals[3],
-            seconds: st.start.elapsed().as_secs_f64(),
+            seconds: self.start.elapsed().as_secs_f64(),
             model_digest: format!("{digest:016x}"),
             peak_rss_mb: peak_rss_kb as f64 / 1024.0,
             timings: stage_max,
             truth: None,
-            incident_truth: match (&st.incident_list, st.opts.truth.first()) {
-                (Some(list), Some(t)) => {
-                    match crate::output::truth_incidents::IncidentTruth::beside(t) {
-                        Some(p) => Some(
-                            crate::output::truth_incidents::IncidentTruth::load(&p)?.score(list),
-                        ),
-                        None => None,
-                    }
-                }
-                _ => None,
-            },
-            provenance: st.provenance.as_ref().map(|p| p.display().to_string()),
-            collective_bytes_per_step: CollectiveBytes::per_step(&traffic, st.steps_done),
+            incident_truth: self.incident_truth()?,
+            provenance: self.provenance.as_ref().map(|p| p.display().to_string()),
+            collective_bytes_per_step: CollectiveBytes::per_step(&traffic, self.steps_done),
             collective_bytes_received_per_step: CollectiveBytes::per_step(
                 &traffic_in,
-                st.steps_done,
+                self.steps_done,
             ),
             name_hash_collisions: coll.name_hash_collisions(),
-            collective_calls_per_step: calls_in_steps as f64 / st.steps_done.max(1) as f64,
-            active_functions_per_step: st.active_functions as f64 / st.steps_done.max(1) as f64,
+            collective_calls_per_step: calls_in_steps as f64 / steps,
+            active_functions_per_step: self.active_functions as f64 / steps,
+        })
+    }
+
+    /// The largest rank's collective bytes sent and received in the
+    /// stages that exchange (agree, reduce, status, link; collective).
+    fn collective_traffic(&self) -> (Vec<u64>, Vec<u64>) {
+        let t = &self.timings;
+        let exchanging = [Stage::Agree, Stage::Reduce, Stage::Status, Stage::Link];
+        let sent: Vec<u64> = exchanging.iter().map(|&s| t.bytes(s)).collect();
+        let received: Vec<u64> = exchanging.iter().map(|&s| t.received(s)).collect();
+        (
+            self.coll.allreduce_max(&sent),
+            self.coll.allreduce_max(&received),
+        )
+    }
+
+    /// The incidents scored against the ground truth beside the first
+    /// `--truth` file, when there is one.
+    fn incident_truth(
+        &self,
+    ) -> anyhow::Result<Option<crate::output::truth_incidents::IncidentScore>> {
+        use crate::output::truth_incidents::IncidentTruth;
+        let (Some(list), Some(t)) = (&self.incident_list, self.opts.truth.first()) else {
+            return Ok(None);
         };
-        let failed = super::StreamsFailed {
-            failed: summary.streams_failed,
-            stalled: summary.streams_stalled,
-            streams: st.all_streams as u64,
-            none_read: summary.rows == 0,
-            with_file: st.provenance.is_some(),
-        };
-        let allowed = st.opts.allow_failed_streams;
-        self.outputs.report(&st.context(), &mut summary)?;
-        // The HTML page of the file just closed (rank 0; no collective
-        // follows, so only rank 0's exit status says if it failed).
-        if let (Some(html), Some(prov), 0) = (&st.opts.report, &st.provenance, coll.rank()) {
-            let w = crate::report::write_report(prov, html)
-                .with_context(|| format!("writing the report of {}", prov.display()))?;
-            eprintln!(
-                "run: report written to {} ({:.1} MB)",
-                w.path.display(),
-                w.bytes as f64 / 1e6
-            );
+        match IncidentTruth::beside(t) {
+            Some(p) => Ok(Some(IncidentTruth::load(&p)?.score(list))),
+            None => Ok(None),
         }
-        if failed.failed + failed.stalled > 0 && (failed.none_read || !allowed) {
-            return Err(failed.into());
-        }
-        Ok(())
     }
 }

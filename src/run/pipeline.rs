@@ -105,6 +105,60 @@ pub(super) struct RunState<'a> {
     pub provenance: Option<std::path::PathBuf>,
 }
 
+impl<'a> RunState<'a> {
+    /// The state before the first step: no names, no model data, nothing
+    /// counted; the settings from `opts`.
+    fn new(
+        coll: &'a Collectives,
+        opts: &'a RunOptions,
+        streams: Vec<OwnedStream>,
+        all_streams: usize,
+        filter: FunctionFilter,
+        detector: Box<dyn Detector>,
+    ) -> Self {
+        let max_stored = if opts.final_relabel {
+            opts.max_stored_anomalies
+        } else {
+            0
+        };
+        RunState {
+            coll,
+            opts,
+            streams,
+            all_streams,
+            names: GlobalNames::default(),
+            filter,
+            detector,
+            touched: Default::default(),
+            reduced: Vec::new(),
+            modelled: Vec::new(),
+            profiles: RunProfiles::default(),
+            profiling: false,
+            held: HeldExecutions::new(opts.max_pending, max_stored),
+            timings: Timings::default(),
+            calls_before: coll.calls_made(),
+            issues: EventIssues::default(),
+            rows: 0,
+            executions: 0,
+            anomalies: 0,
+            steps_done: 0,
+            active_functions: 0,
+            incidents: crate::incidents::tau::Tracker::new(
+                crate::incidents::tau::LinkSettings {
+                    tolerance_us: opts.incident_tolerance_us,
+                    inclusive: opts.use_inclusive,
+                },
+                opts.incident_floor,
+            ),
+            call_classes: Vec::new(),
+            incident_list: None,
+            failure: None,
+            start: Instant::now(),
+            provenance: None,
+        }
+    }
+}
+
 impl RunState<'_> {
     /// What the outputs see of the run in their collective hooks.
     pub fn context(&self) -> RunContext<'_> {
@@ -172,16 +226,7 @@ impl<'a> Pipeline<'a> {
         let mut detector = opts.detector.build()?;
         detector.set_ranks(rank, size);
         let tags = run_tags(opts, all_specs.len(), size)?;
-        if opts.report.is_some() && opts.no_provenance {
-            anyhow::bail!(
-                "--report draws the provenance file: it cannot be used with --no-provenance"
-            );
-        }
-        if opts.model_samples > 0 && opts.no_provenance {
-            anyhow::bail!(
-                "--model-samples records into the provenance file: it cannot be used with --no-provenance"
-            );
-        }
+        refuse_impossible_flags(opts)?;
         if rank == 0 && !opts.quiet {
             announce(coll, opts, all_specs.len());
         }
@@ -195,22 +240,9 @@ impl<'a> Pipeline<'a> {
         }
         let truth = TruthSet::load(&opts.truth, &all_specs)?;
 
-        // Open the streams (setup errors are reported through the first
-        // status exchange; a stream that exists but cannot be read just
-        // fails). Their threads start reading the first step at once,
-        // while this thread creates the provenance file.
-        let mut failure = None;
-        for s in &mut streams {
-            s.start_open(&sources);
-        }
-        for s in &mut streams {
-            if let Err(e) = s.opened(opts) {
-                failure.get_or_insert(format!("{e:#}"));
-            }
-            if !s.done() {
-                s.request_step();
-            }
-        }
+        // Their threads start reading the first step at once, while this
+        // thread creates the provenance file.
+        let failure = open_streams(&mut streams, &sources, opts);
 
         let provenance = provenance_path(opts, &all_specs, started_at);
         if let Some(path) = &provenance {
@@ -220,76 +252,23 @@ impl<'a> Pipeline<'a> {
                 .collect();
             let attrs = root_attributes(coll, opts, &all_specs, started_at);
             let mut settings = provenance_settings(opts, tags);
-            settings.models = detector.model_documents();
+            settings.models = detector
+                .predictor()
+                .map(|p| p.model_documents())
+                .unwrap_or_default();
             let out = ProvenanceOutput::create(path, coll, &mine, settings, &attrs)?;
             outputs.push(Box::new(out));
             if rank == 0 && !opts.quiet {
                 eprintln!("run: provenance file {}", path.display());
             }
         }
-        let live = opts.stats_out.is_some() || opts.viz_url.is_some();
-        if live {
-            let stream = VizStream::new(
-                rank,
-                opts.stats_out.as_deref(),
-                opts.viz_url.as_deref(),
-                opts.stats_every,
-            )?;
-            outputs.push(Box::new(LiveStatistics::new(stream)));
-        }
-        let mut report = SummaryOutput::new(
-            truth,
-            opts.top,
-            opts.model_out.clone(),
-            opts.summary_out.clone(),
-        );
-        if opts.stats_out.as_deref() == Some("-") {
-            report = report.summary_on_stderr();
-        }
-        outputs.push(Box::new(report));
-        let max_stored = if opts.final_relabel {
-            opts.max_stored_anomalies
-        } else {
-            0
-        };
-        Ok(Pipeline {
-            state: RunState {
-                coll,
-                opts,
-                streams,
-                all_streams: all_specs.len(),
-                names: GlobalNames::default(),
-                filter,
-                detector,
-                touched: Default::default(),
-                reduced: Vec::new(),
-                modelled: Vec::new(),
-                profiles: RunProfiles::default(),
-                profiling: provenance.is_some() || live,
-                held: HeldExecutions::new(opts.max_pending, max_stored),
-                timings: Timings::default(),
-                calls_before: coll.calls_made(),
-                issues: EventIssues::default(),
-                rows: 0,
-                executions: 0,
-                anomalies: 0,
-                steps_done: 0,
-                active_functions: 0,
-                incidents: crate::incidents::tau::Tracker::new(
-                    crate::incidents::tau::LinkSettings {
-                        tolerance_us: opts.incident_tolerance_us,
-                        inclusive: opts.use_inclusive,
-                    },
-                    opts.incident_floor,
-                ),
-                call_classes: Vec::new(),
-                incident_list: None,
-                failure,
-                start,
-                provenance,
-            },
-            outputs,
-        })
+        let live = push_live_and_summary(&mut outputs, rank, opts, truth)?;
+        let mut state = RunState::new(coll, opts, streams, all_specs.len(), filter, detector);
+        state.profiling = provenance.is_some() || live;
+        state.failure = failure;
+        state.start = start;
+        state.provenance = provenance;
+        Ok(Pipeline { state, outputs })
     }
 
     /// Runs one stage of the step, timed and with its collective bytes
@@ -348,6 +327,74 @@ fn provenance_settings(opts: &RunOptions, tags: Vec<(String, String)>) -> Proven
         tags,
         models: Vec::new(),
     }
+}
+
+/// Flags that cannot go together (the same on every rank).
+fn refuse_impossible_flags(opts: &RunOptions) -> anyhow::Result<()> {
+    if opts.report.is_some() && opts.no_provenance {
+        anyhow::bail!("--report draws the provenance file: it cannot be used with --no-provenance");
+    }
+    if opts.model_samples > 0 && opts.no_provenance {
+        anyhow::bail!(
+            "--model-samples records into the provenance file: it cannot be used with --no-provenance"
+        );
+    }
+    Ok(())
+}
+
+/// Opens this rank's streams, each on its reader thread, and asks each
+/// that opened for its first step; returns the first error. Set-up errors
+/// are reported through the first status exchange; a stream that exists
+/// but cannot be read just fails.
+fn open_streams(
+    streams: &mut [OwnedStream],
+    sources: &Arc<dyn SourceOpener>,
+    opts: &RunOptions,
+) -> Option<String> {
+    let mut failure = None;
+    for s in streams.iter_mut() {
+        s.start_open(sources);
+    }
+    for s in streams.iter_mut() {
+        if let Err(e) = s.opened(opts) {
+            failure.get_or_insert(format!("{e:#}"));
+        }
+        if !s.done() {
+            s.request_step();
+        }
+    }
+    failure
+}
+
+/// Adds the live statistics (when asked for) and the run's summary to the
+/// outputs; returns whether live statistics are sent.
+fn push_live_and_summary(
+    outputs: &mut Outputs,
+    rank: usize,
+    opts: &RunOptions,
+    truth: Option<TruthSet>,
+) -> anyhow::Result<bool> {
+    let live = opts.stats_out.is_some() || opts.viz_url.is_some();
+    if live {
+        let stream = VizStream::new(
+            rank,
+            opts.stats_out.as_deref(),
+            opts.viz_url.as_deref(),
+            opts.stats_every,
+        )?;
+        outputs.push(Box::new(LiveStatistics::new(stream)));
+    }
+    let mut summary = SummaryOutput::new(
+        truth,
+        opts.top,
+        opts.model_out.clone(),
+        opts.summary_out.clone(),
+    );
+    if opts.stats_out.as_deref() == Some("-") {
+        summary = summary.summary_on_stderr();
+    }
+    outputs.push(Box::new(summary));
+    Ok(live)
 }
 
 /// Rank 0's opening lines: the settings and what runs where.

@@ -124,7 +124,7 @@ fn direction_slow_flags_only_ratios_above_the_mean() {
     assert_eq!(slow.label(0, 10_000).label, Label::Normal);
     let both = Directed::new(Box::new(trained(1)), Direction::Both);
     assert_eq!(both.label(0, 10_000).label, Label::Anomaly);
-    assert!(slow.uses_models() && slow.predicts(0));
+    assert!(slow.predictor().is_some_and(|m| m.predicts(0)));
 }
 
 #[test]

@@ -36,16 +36,20 @@ impl Pipeline<'_> {
         let new_functions = st.names.extend(agreed);
         // Names first: the model detector knows its functions by name, and
         // a threshold of the rules goes to the model that judges them.
+        if let Some(models) = st.detector.predictor_mut() {
+            for &f in &new_functions {
+                models.function_named(f, st.names.functions.name(f));
+            }
+            for c in counters_before..st.names.counters.len() as u32 {
+                models.counter_named(c, st.names.counters.name(c));
+            }
+        }
         for &f in &new_functions {
-            st.detector.function_named(f, st.names.functions.name(f));
             let i = f as usize;
             if st.modelled.len() <= i {
                 st.modelled.resize(i + 1, false);
             }
-            st.modelled[i] = st.detector.predicts(f);
-        }
-        for c in counters_before..st.names.counters.len() as u32 {
-            st.detector.counter_named(c, st.names.counters.name(c));
+            st.modelled[i] = st.detector.predictor().is_some_and(|m| m.predicts(f));
         }
         st.filter
             .add_functions(&new_functions, &st.names, st.detector.as_mut());

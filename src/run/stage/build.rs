@@ -28,7 +28,7 @@ impl Pipeline<'_> {
             s.out.clear();
         }
         let use_inclusive = st.opts.use_inclusive;
-        let modelling = st.detector.uses_models();
+        let modelling = st.detector.predictor().is_some();
         let (filter, detector, profiles, profiling, modelled, touched) = (
             &st.filter,
             &mut st.detector,
@@ -101,7 +101,10 @@ fn predict_stream(
         };
         let fixed = fixed_features(e, &s.out, step);
         counter_features(e, &s.out, &mut counters);
-        match detector.predict(e.function, &fixed, &counters) {
+        let prediction = detector
+            .predictor()
+            .and_then(|m| m.predict(e.function, &fixed, &counters));
+        match prediction {
             Some(p) => {
                 detector.observe(e.function, p.ratio_ppm);
                 s.predictions.push((k, p));
