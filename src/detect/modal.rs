@@ -200,9 +200,7 @@ fn derive_into(
 
     group_by_mode(ws, grid, modes_n);
 
-    let now = step.count().min(total);
-    let history = total - now;
-    let from_history = history > 0 && history >= now;
+    let basis = ShareBasis::new(total, step);
     let modes = &mut ws.modes;
     modes.clear();
     for m in 0..modes_n {
@@ -210,13 +208,7 @@ fn derive_into(
         if cs.is_empty() {
             continue;
         }
-        let count: u64 = cs.iter().map(|c| c.count).sum();
-        let hist_count: u64 = cs.iter().map(|c| c.history).sum();
-        let share = if from_history {
-            hist_count as f64 / history as f64
-        } else {
-            count as f64 / total as f64
-        };
+        let (count, share) = basis.count_and_share(cs);
         let (mode, median_us) = shape(cs, count, share, params.min_spread);
         let normal = share >= params.min_share && count >= MIN_MODE_COUNT;
         modes.push((mode, normal, median_us));
@@ -224,12 +216,7 @@ fn derive_into(
     // Recurring slowdowns are not normal however often they recur: a mode
     // far slower than the usual one (the largest share, the first of
     // equals) needs a large share.
-    let mut usual = 0;
-    for (i, (m, _, _)) in modes.iter().enumerate() {
-        if m.share > modes[usual].0.share {
-            usual = i;
-        }
-    }
+    let usual = first_largest(modes, |(m, _, _)| m.share);
     let usual_us = modes[usual].2.max(1.0);
     for (m, normal, median_us) in modes.iter_mut() {
         if *median_us > SLOW_MODE_RATIO * usual_us && m.share < SLOW_MODE_SHARE {
@@ -238,13 +225,8 @@ fn derive_into(
     }
     if !modes.iter().any(|(_, normal, _)| *normal) {
         // The largest mode (the first of equals) is always normal.
-        let mut best = 0;
-        for (i, (m, _, _)) in modes.iter().enumerate() {
-            if m.count > modes[best].0.count {
-                best = i;
-            }
-        }
-        modes[best].1 = true;
+        let largest = first_largest(modes, |(m, _, _)| m.count);
+        modes[largest].1 = true;
     }
     model.segments = modes.len();
     model
@@ -256,7 +238,57 @@ fn derive_into(
     // the number of modes, not per derivation.
     model.normal.shrink_to_fit();
     model.bandwidth = h;
-    model.shares_from_history = from_history;
+    model.shares_from_history = basis.from_history;
+}
+
+/// What the share of a mode is a share of: the function's executions from
+/// before this step when they are at least as many as this step's (and
+/// some), else all of them.
+#[derive(Debug, Clone, Copy)]
+struct ShareBasis {
+    /// All the executions of the function, this step's included.
+    total: u64,
+    /// Those from before this step.
+    history: u64,
+    /// Whether shares are of `history`.
+    from_history: bool,
+}
+
+impl ShareBasis {
+    /// The basis of a function with `total` executions, `step`'s included.
+    fn new(total: u64, step: &StepDelta) -> Self {
+        let now = step.count().min(total);
+        let history = total - now;
+        ShareBasis {
+            total,
+            history,
+            from_history: history > 0 && history >= now,
+        }
+    }
+
+    /// The executions a mode's cells `cs` hold, and their share.
+    fn count_and_share(&self, cs: &[Cell]) -> (u64, f64) {
+        let count: u64 = cs.iter().map(|c| c.count).sum();
+        let hist_count: u64 = cs.iter().map(|c| c.history).sum();
+        let share = if self.from_history {
+            hist_count as f64 / self.history as f64
+        } else {
+            count as f64 / self.total as f64
+        };
+        (count, share)
+    }
+}
+
+/// The index of the first of the items with the largest `key` (0 when
+/// there are none).
+fn first_largest<T, K: PartialOrd>(items: &[T], key: impl Fn(&T) -> K) -> usize {
+    let mut best = 0;
+    for (i, item) in items.iter().enumerate() {
+        if key(item) > key(&items[best]) {
+            best = i;
+        }
+    }
+    best
 }
 
 /// Quantiles `ps` (increasing) of the cells (uniform within each cell), in
@@ -289,6 +321,15 @@ fn quantiles<const K: usize>(cells: &[Cell], total: u64, ps: [f64; K]) -> [f64; 
 /// Silverman's bandwidth on the robust spread of the cells, at least
 /// `floor`; `scale` is `total^(−1/5)`.
 fn bandwidth(cells: &[Cell], total: u64, scale: f64, floor: f64) -> f64 {
+    let [q25, q75] = quantiles(cells, total, [0.25, 0.75]);
+    (0.9 * robust_spread(cells, total, q75 - q25) * scale).max(floor)
+}
+
+/// The spread Silverman's bandwidth is made of: the standard deviation of
+/// the cells (`total` values at their centres), or `iqr / 1.349`, the
+/// standard deviation a normal law with that interquartile range has,
+/// where that is smaller and the range is not empty.
+fn robust_spread(cells: &[Cell], total: u64, iqr: f64) -> f64 {
     let n = total as f64;
     let mean = cells.iter().map(|c| c.mid() * c.count as f64).sum::<f64>() / n;
     let var = cells
@@ -296,11 +337,12 @@ fn bandwidth(cells: &[Cell], total: u64, scale: f64, floor: f64) -> f64 {
         .map(|c| (c.mid() - mean).powi(2) * c.count as f64)
         .sum::<f64>()
         / n;
-    let [q25, q75] = quantiles(cells, total, [0.25, 0.75]);
-    let iqr = q75 - q25;
     let sd = var.sqrt();
-    let spread = if iqr > 0.0 { sd.min(iqr / 1.349) } else { sd };
-    (0.9 * spread * scale).max(floor)
+    if iqr > 0.0 {
+        sd.min(iqr / 1.349)
+    } else {
+        sd
+    }
 }
 
 /// Groups the cells by the mode of the grid cell at their centre, in order

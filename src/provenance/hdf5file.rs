@@ -232,6 +232,15 @@ impl ProvenanceFile {
         Ok(base)
     }
 
+    /// The dataset of table `name`; an error when it was never created.
+    fn dataset(&self, name: &str) -> anyhow::Result<&Dataset> {
+        let (ds, _) = self
+            .tables
+            .get(name)
+            .with_context(|| format!("table {name} was never created"))?;
+        Ok(ds)
+    }
+
     /// Writes this rank's `rows` at row `start` of table `name`
     /// (independent: no other rank takes part). With a type holding a
     /// subset of the table's fields only those are written: HDF5 matches
@@ -240,10 +249,7 @@ impl ProvenanceFile {
         if rows.is_empty() {
             return Ok(());
         }
-        let (ds, _) = self
-            .tables
-            .get(name)
-            .with_context(|| format!("table {name} was never created"))?;
+        let ds = self.dataset(name)?;
         write_block(ds, &null_terminated_type::<T>()?, start, rows)
             .with_context(|| format!("writing {} rows to {name}", rows.len()))
     }
@@ -289,10 +295,7 @@ impl ProvenanceFile {
         if rows.is_empty() {
             return Ok(());
         }
-        let (ds, _) = self
-            .tables
-            .get(name)
-            .with_context(|| format!("table {name} was never created"))?;
+        let ds = self.dataset(name)?;
         let (order, spans) = super::spans::plan(at, std::mem::size_of::<T>(), max_gap_bytes);
         let ty = null_terminated_type::<T>()?;
         let mut block: Vec<T> = Vec::new();
@@ -587,21 +590,11 @@ fn write_block<T: H5Type>(
     start: u64,
     rows: &[T],
 ) -> anyhow::Result<()> {
-    let file_space = rows_selected(ds, start, rows.len() as u64)?;
-    let mem_space = memory_space(rows.len() as u64)?;
+    let spaces = row_spaces(ds, start, rows.len() as u64)?;
     // SAFETY: `rows` holds exactly the selected number of values of the
     // `repr(C)` type `mem_type` describes (the same sizes and offsets as
     // `T`'s own type).
-    check(unsafe {
-        H5Dwrite(
-            ds.id(),
-            mem_type.0,
-            mem_space.0,
-            file_space.id(),
-            H5P_DEFAULT,
-            rows.as_ptr().cast(),
-        )
-    })
+    unsafe { transfer_rows(ds, mem_type.0, &spaces, RawRows::From(rows.as_ptr().cast())) }
 }
 
 /// Reads rows `start .. start + buf.len()` of `ds` into `buf`, as
@@ -612,22 +605,19 @@ fn read_rows<T: H5Type>(
     start: u64,
     buf: &mut [T],
 ) -> anyhow::Result<()> {
-    let file_space = rows_selected(ds, start, buf.len() as u64)?;
-    let mem_space = memory_space(buf.len() as u64)?;
+    let spaces = row_spaces(ds, start, buf.len() as u64)?;
     // SAFETY: `buf` holds exactly the selected number of values of the
     // `repr(C)` type `mem_type` describes; every bit pattern HDF5 writes
     // there is one the file holds for that type (the rows we wrote, or
     // fill values: zeros).
-    check(unsafe {
-        H5Dread(
-            ds.id(),
+    unsafe {
+        transfer_rows(
+            ds,
             mem_type.0,
-            mem_space.0,
-            file_space.id(),
-            H5P_DEFAULT,
-            buf.as_mut_ptr().cast(),
+            &spaces,
+            RawRows::Into(buf.as_mut_ptr().cast()),
         )
-    })
+    }
 }
 
 /// Reads rows `start .. start + count` of `ds` into `buf` as `mem_type`
@@ -639,21 +629,53 @@ pub(super) fn read_block(
     count: usize,
     buf: &mut [u8],
 ) -> anyhow::Result<()> {
-    let file_space = rows_selected(ds, start as u64, count as u64)?;
-    let mem_space = memory_space(count as u64)?;
+    let spaces = row_spaces(ds, start as u64, count as u64)?;
+    let into = RawRows::Into(buf.as_mut_ptr().cast());
     // SAFETY: `buf` holds exactly `count` rows of `mem_type` (the caller
     // sizes it), the number of rows selected.
+    unsafe { transfer_rows(ds, mem_type, &spaces, into) }
+        .with_context(|| format!("reading rows {start}..{}", start + count))
+}
+
+/// The memory rows of [`transfer_rows`] come from or go to.
+enum RawRows {
+    /// Rows to write to the file.
+    From(*const c_void),
+    /// Room for the rows read from the file.
+    Into(*mut c_void),
+}
+
+/// The file and memory dataspaces of a transfer of rows `start .. start +
+/// count` of `ds`.
+fn row_spaces(ds: &Dataset, start: u64, count: u64) -> anyhow::Result<(hdf5::Dataspace, Raw)> {
+    Ok((rows_selected(ds, start, count)?, memory_space(count)?))
+}
+
+/// Writes or reads the rows of `ds` that `spaces` ([`row_spaces`]) select,
+/// held in memory as `rows` says, described to HDF5 as `mem_type`: the one
+/// raw data transfer of the file, shared by [`write_block`], [`read_rows`]
+/// and [`read_block`].
+///
+/// # Safety
+///
+/// The memory of `rows` must hold exactly the selected number of values of
+/// the `repr(C)` layout `mem_type` describes; when reading, every bit
+/// pattern HDF5 may write there must be a valid value of the caller's type.
+unsafe fn transfer_rows(
+    ds: &Dataset,
+    mem_type: hid_t,
+    spaces: &(hdf5::Dataspace, Raw),
+    rows: RawRows,
+) -> anyhow::Result<()> {
+    let (mem, file) = (spaces.1 .0, spaces.0.id());
+    // SAFETY: the caller vouches for the memory; the spaces select as many
+    // rows on both sides.
     check(unsafe {
-        H5Dread(
-            ds.id(),
-            mem_type,
-            mem_space.0,
-            file_space.id(),
-            H5P_DEFAULT,
-            buf.as_mut_ptr().cast(),
-        )
+        match rows {
+            RawRows::From(p) => H5Dwrite(ds.id(), mem_type, mem, file, H5P_DEFAULT, p),
+            RawRows::Into(p) => H5Dread(ds.id(), mem_type, mem, file, H5P_DEFAULT, p),
+        }
     })
-    .with_context(|| format!("reading rows {start}..{}", start + count))
 }
 
 /// Why the file cannot be created ("" when it can).

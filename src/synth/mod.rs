@@ -154,19 +154,41 @@ pub fn write_rank(
     params: Vec<(String, String)>,
     pace: Option<Duration>,
 ) -> anyhow::Result<RankReport> {
-    write_rank_with(sc, rank, path, engine, params, pace, &mut || {})
+    let target = StreamTarget {
+        path,
+        engine,
+        params,
+        pace,
+    };
+    write_rank_with(sc, rank, target, &mut || {})
 }
 
-/// [`write_rank`], calling `after_step` after every step written.
+/// Where and how one rank's stream is written.
+pub struct StreamTarget<'a> {
+    /// The stream's path.
+    pub path: &'a Path,
+    /// The ADIOS2 engine writing it.
+    pub engine: Engine,
+    /// The engine's parameters.
+    pub params: Vec<(String, String)>,
+    /// A pause after every step (a live application's pace), if any.
+    pub pace: Option<Duration>,
+}
+
+/// [`write_rank`] to `target`, calling `after_step` after every step
+/// written.
 pub fn write_rank_with(
     sc: &Scenario,
     rank: u64,
-    path: &Path,
-    engine: Engine,
-    params: Vec<(String, String)>,
-    pace: Option<Duration>,
+    target: StreamTarget<'_>,
     after_step: &mut dyn FnMut(),
 ) -> anyhow::Result<RankReport> {
+    let StreamTarget {
+        path,
+        engine,
+        params,
+        pace,
+    } = target;
     let mut writer = TauStreamWriter::create(path, engine, params)?;
     let mut generator = RankGenerator::new(sc, rank);
     let mut report = RankReport::default();
@@ -250,16 +272,14 @@ fn run_mpi(a: &SynthOptions, mut sc: Scenario) -> anyhow::Result<()> {
         .pace_ms
         .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3));
     let path = stream_path(&a.out, &a.prefix, &sc.binary, rank);
-    let rep = write_rank_with(
-        &sc,
-        rank,
-        &path,
-        a.engine,
-        a.adios_params.clone(),
+    let target = StreamTarget {
+        path: &path,
+        engine: a.engine,
+        params: a.adios_params.clone(),
         pace,
-        &mut || coll.barrier(),
-    )
-    .with_context(|| format!("writing rank {rank} to {}", path.display()))?;
+    };
+    let rep = write_rank_with(&sc, rank, target, &mut || coll.barrier())
+        .with_context(|| format!("writing rank {rank} to {}", path.display()))?;
     if rank == 0 {
         println!(
             "synth: MPI application of {size} rank(s) (MPI_APPNUM {:?}, world of {}), {} steps each, engine {}",

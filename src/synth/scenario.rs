@@ -296,14 +296,18 @@ pub struct AnomalySpec {
     pub normal: bool,
 }
 
-fn unit() -> f64 {
+/// Serde's default of factors and exponents that are 1 unless given (also
+/// of the coupled scenarios).
+pub(super) fn unit() -> f64 {
     1.0
 }
 
 fn default_binary() -> String {
     "app".into()
 }
-fn default_start() -> u64 {
+/// Serde's default first timestamp (µs since the epoch: November 2023),
+/// the same for the coupled scenarios.
+pub(super) fn default_start() -> u64 {
     1_700_000_000_000_000
 }
 fn default_wrappers() -> Vec<String> {

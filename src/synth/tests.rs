@@ -363,28 +363,37 @@ fn family_names_per_step(sc: &Scenario, rank: u64) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[test]
-fn families_call_many_functions_most_of_them_rarely() {
-    let text = r#"
-        seed = 3
-        ranks = 2
-        steps = 6
-        events_per_step = 3000
+/// A scenario whose `step` calls a `[[family]]` named `kernel` `calls`
+/// times: `run` holds the run's keys (seed, ranks, steps, events per step)
+/// and `family` the family's keys besides its name and runtime.
+fn family_scenario(run: &str, calls: u32, family: &str) -> String {
+    format!(
+        r#"
+        {run}
         root = "step"
         [[function]]
         name = "main"
-        runtime = { dist = "constant", value = 5 }
+        runtime = {{ dist = "constant", value = 5 }}
         [[function]]
         name = "step"
-        runtime = { dist = "constant", value = 10 }
-        children = [{ function = "kernel", calls = 10 }]
+        runtime = {{ dist = "constant", value = 10 }}
+        children = [{{ function = "kernel", calls = {calls} }}]
         [[family]]
         name = "kernel"
-        count = 5000
-        runtime = { dist = "normal", mean = 12, std = 1 }
-        by_rank = true
-    "#;
-    let sc = Scenario::from_toml(text).unwrap();
+        runtime = {{ dist = "normal", mean = 12, std = 1 }}
+        {family}
+    "#
+    )
+}
+
+#[test]
+fn families_call_many_functions_most_of_them_rarely() {
+    let text = family_scenario(
+        "seed = 3\nranks = 2\nsteps = 6\nevents_per_step = 3000",
+        10,
+        "count = 5000\nby_rank = true",
+    );
+    let sc = Scenario::from_toml(&text).unwrap();
     assert_eq!(sc.functions.len(), 2 + 5000);
     assert_eq!(sc.functions[2].name, "kernel<0>");
     let r0 = family_names_per_step(&sc, 0);
@@ -411,27 +420,12 @@ fn families_call_many_functions_most_of_them_rarely() {
 fn rotating_families_move_their_favourite_members_each_step() {
     // A Zipf exponent this steep calls the first member only; rotating by
     // 3 of 10 members a step calls members 0, 3, 6, 9, then 2 (wrapped).
-    let text = r#"
-        seed = 5
-        ranks = 1
-        steps = 5
-        events_per_step = 200
-        root = "step"
-        [[function]]
-        name = "main"
-        runtime = { dist = "constant", value = 5 }
-        [[function]]
-        name = "step"
-        runtime = { dist = "constant", value = 10 }
-        children = [{ function = "kernel", calls = 4 }]
-        [[family]]
-        name = "kernel"
-        count = 10
-        runtime = { dist = "normal", mean = 12, std = 1 }
-        zipf = 60.0
-        rotate_per_step = 3
-    "#;
-    let sc = Scenario::from_toml(text).unwrap();
+    let text = family_scenario(
+        "seed = 5\nranks = 1\nsteps = 5\nevents_per_step = 200",
+        4,
+        "count = 10\nzipf = 60.0\nrotate_per_step = 3",
+    );
+    let sc = Scenario::from_toml(&text).unwrap();
     let names = family_names_per_step(&sc, 0);
     let want: Vec<Vec<String>> = [0, 3, 6, 9, 2]
         .iter()

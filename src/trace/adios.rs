@@ -526,6 +526,16 @@ impl Default for ReadOptions {
     }
 }
 
+/// A 2-D `uint64` variable of this step checked by
+/// [`StreamReader::row_array`], with its name for error messages.
+#[derive(Debug, Clone, Copy)]
+struct RowArray<'n> {
+    /// The variable's handle.
+    var: *mut sys::adios2_variable,
+    /// Its name.
+    name: &'n str,
+}
+
 /// A stream opened for step-by-step reading. Closed on drop.
 pub struct StreamReader {
     // Field order matters: the engine must close before the context finalizes.
@@ -769,7 +779,7 @@ impl StreamReader {
         out: &mut Vec<[u64; W]>,
     ) -> Result<bool> {
         out.clear();
-        let Some(var) = self.row_array::<W>(name, n)? else {
+        let Some(array) = self.row_array::<W>(name, n)? else {
             return Ok(false);
         };
         out.reserve(n);
@@ -782,7 +792,7 @@ impl StreamReader {
             // SAFETY: `out` has capacity for n rows, so rows done..done+rows
             // fit; they are marked initialised only after the gets filled them.
             unsafe {
-                self.get_rows_in_parts::<W>(var, name, done, rows, out.as_mut_ptr().add(done))?;
+                self.get_rows_in_parts::<W>(array, done, rows, out.as_mut_ptr().add(done))?;
                 out.set_len(done + rows);
             }
             done += rows;
@@ -803,7 +813,7 @@ impl StreamReader {
         scratch: &mut Vec<[u64; W]>,
         mut each: impl FnMut(&[[u64; W]], usize),
     ) -> Result<bool> {
-        let Some(var) = self.row_array::<W>(name, n)? else {
+        let Some(array) = self.row_array::<W>(name, n)? else {
             return Ok(false);
         };
         let chunk_rows = chunk_rows.max(1);
@@ -816,7 +826,7 @@ impl StreamReader {
             // SAFETY: `scratch` has capacity for min(n, chunk_rows) >= rows
             // rows; they are marked initialised only after the gets.
             unsafe {
-                self.get_rows_in_parts::<W>(var, name, done, rows, scratch.as_mut_ptr())?;
+                self.get_rows_in_parts::<W>(array, done, rows, scratch.as_mut_ptr())?;
                 scratch.set_len(rows);
             }
             each(scratch, done);
@@ -827,11 +837,11 @@ impl StreamReader {
 
     /// The variable `name` if it is a `uint64` array of shape `[>= n, W]`;
     /// `None` if it is absent this step.
-    fn row_array<const W: usize>(
+    fn row_array<'n, const W: usize>(
         &mut self,
-        name: &str,
+        name: &'n str,
         n: usize,
-    ) -> Result<Option<*mut sys::adios2_variable>> {
+    ) -> Result<Option<RowArray<'n>>> {
         let Some(var) = self.variable(name)? else {
             return Ok(None);
         };
@@ -845,26 +855,26 @@ impl StreamReader {
                 "variable {name} has shape {shape:?}, expected [>= {n}, {W}]"
             )));
         }
-        Ok(Some(var))
+        Ok(Some(RowArray { var, name }))
     }
 
-    /// Selects rows `start..start + rows` of `var` and gets them into `dst`
-    /// in `mode` (a deferred get is complete after the next perform).
+    /// Selects rows `start..start + rows` of `array` and gets them into
+    /// `dst` in `mode` (a deferred get is complete after the next perform).
     ///
     /// # Safety
-    /// `var` comes from [`row_array`](Self::row_array) for this step with
+    /// `array` comes from [`row_array`](Self::row_array) for this step with
     /// `start + rows` within its shape, and `dst` is valid for writing
     /// `rows` rows of `W` `u64` (`[u64; W]` has no padding) until the get
     /// completes.
     unsafe fn get_rows<const W: usize>(
         &mut self,
-        var: *mut sys::adios2_variable,
-        name: &str,
+        array: RowArray<'_>,
+        mode: sys::adios2_mode,
         start: usize,
         rows: usize,
         dst: *mut [u64; W],
-        mode: sys::adios2_mode,
     ) -> Result<()> {
+        let RowArray { var, name } = array;
         let sel_start = [start, 0usize];
         let count = [rows, W];
         let op = format!("adios2_set_selection({name})");
@@ -890,17 +900,14 @@ impl StreamReader {
     /// As for [`get_rows`](Self::get_rows).
     unsafe fn get_rows_in_parts<const W: usize>(
         &mut self,
-        var: *mut sys::adios2_variable,
-        name: &str,
+        array: RowArray<'_>,
         start: usize,
         rows: usize,
         dst: *mut [u64; W],
     ) -> Result<()> {
         if rows <= READ_PART_ROWS {
             // SAFETY: the caller's contract; the sync get completes here.
-            return unsafe {
-                self.get_rows::<W>(var, name, start, rows, dst, sys::adios2_mode_sync)
-            };
+            return unsafe { self.get_rows::<W>(array, sys::adios2_mode_sync, start, rows, dst) };
         }
         let mut part = 0usize;
         while part < rows {
@@ -908,18 +915,12 @@ impl StreamReader {
             // SAFETY: dst + part is valid for `len` rows (caller's contract)
             // and is written by the perform below, before this returns.
             unsafe {
-                self.get_rows::<W>(
-                    var,
-                    name,
-                    start + part,
-                    len,
-                    dst.add(part),
-                    sys::adios2_mode_deferred,
-                )?;
+                let deferred = sys::adios2_mode_deferred;
+                self.get_rows::<W>(array, deferred, start + part, len, dst.add(part))?;
             }
             part += len;
         }
-        let op = format!("adios2_perform_gets({name})");
+        let op = format!("adios2_perform_gets({})", array.name);
         // SAFETY: engine valid; completes the deferred gets above.
         check(&self.path, &op, unsafe {
             sys::adios2_perform_gets(self.engine)

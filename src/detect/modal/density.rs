@@ -14,6 +14,8 @@
 
 use super::super::stats::fine::{bucket_bounds, FineHist, StepDelta, NUM_BUCKETS};
 use super::super::stats::memo::Memo;
+use std::iter::Peekable;
+use std::slice::Iter;
 use std::sync::OnceLock;
 
 /// Most cells of the smoothing grid.
@@ -138,16 +140,7 @@ pub(super) fn cells(ws: &mut Workspace, hist: &FineHist, step: &StepDelta) {
     let mut step_counts = step.buckets.iter().peekable();
     ws.cells.clear();
     for (bucket, count) in hist.counts.iter() {
-        let mut now = 0;
-        while let Some(&&(b, c)) = step_counts.peek() {
-            if b > bucket {
-                break;
-            }
-            if b == bucket {
-                now = c;
-            }
-            step_counts.next();
-        }
+        let now = step_count_of(&mut step_counts, bucket);
         let (lo, hi) = bucket_bounds(bucket);
         let (mut a, mut b) = edges[bucket];
         // Only the first and last bucket can be clipped by the extremes.
@@ -164,6 +157,27 @@ pub(super) fn cells(ws: &mut Workspace, hist: &FineHist, step: &StepDelta) {
             history: count.saturating_sub(now),
         });
     }
+}
+
+/// This step's count of `bucket`, read off `step_counts` (the step's
+/// `(bucket, count)` pairs, increasing), which it moves past `bucket`:
+/// asked for buckets in increasing order, it walks the step's buckets once.
+#[inline]
+pub(super) fn step_count_of(
+    step_counts: &mut Peekable<Iter<'_, (usize, u64)>>,
+    bucket: usize,
+) -> u64 {
+    let mut now = 0;
+    while let Some(&&(b, c)) = step_counts.peek() {
+        if b > bucket {
+            break;
+        }
+        if b == bucket {
+            now = c;
+        }
+        step_counts.next();
+    }
+    now
 }
 
 /// The grid the density lives on: cell `j` covers
@@ -185,9 +199,11 @@ impl Grid {
     }
 }
 
-/// Smooths `ws.cells` with bandwidth `h` into `ws.density`.
-pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
-    let cells = &ws.cells;
+/// The smoothing grid of `cells` (in increasing order) at bandwidth `h`,
+/// and its number of cells (at least one): it reaches 4 bandwidths beyond
+/// the first and last cell, in steps of `h / 3`, or of whatever width
+/// keeps it within [`MAX_GRID`] cells.
+pub(super) fn grid_for(cells: &[Cell], h: f64) -> (Grid, usize) {
     let (first, last) = (cells[0].a, cells[cells.len() - 1].b);
     let origin = first - 4.0 * h;
     let span = last + 4.0 * h - origin;
@@ -197,7 +213,21 @@ pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
         n = MAX_GRID;
         step = span / n as f64;
     }
-    let n = n.max(1);
+    let grid = Grid {
+        origin,
+        width: step,
+    };
+    (grid, n.max(1))
+}
+
+/// Smooths `ws.cells` with bandwidth `h` into `ws.density`.
+pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
+    let cells = &ws.cells;
+    let (grid, n) = grid_for(cells, h);
+    let Grid {
+        origin,
+        width: step,
+    } = grid;
     // Gaussian kernel, truncated at 4 bandwidths.
     let reach = ((4.0 * h / step).ceil() as usize).max(1);
     ws.weights.clear();
@@ -206,10 +236,6 @@ pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
     for w in ws.weights.iter_mut() {
         *w = ws.exp.0.get(*w);
     }
-    let grid = Grid {
-        origin,
-        width: step,
-    };
     // The grid's edges, `edge[j] = origin + j·step` (j < 2^12: exact as
     // u32 and as f64).
     ws.edges.clear();

@@ -4,6 +4,8 @@
 //! Kept for the tests, which require the fast derivation to give the same
 //! model bit for bit.
 
+use super::density::{grid_for, step_count_of, Cell};
+use super::{first_largest, ShareBasis};
 use super::{ModalModel, ModalParams, Mode, MIN_MODE_COUNT, QUARTILE_Z};
 use super::{SLOW_MODE_RATIO, SLOW_MODE_SHARE};
 use crate::detect::stats::fine::{bucket_bounds, FineHist, StepDelta};
@@ -11,26 +13,6 @@ use crate::detect::stats::fine::{bucket_bounds, FineHist, StepDelta};
 /// A valley splits two modes when the density there is below this
 /// fraction of the lower of the two peaks.
 const VALLEY_RATIO: f64 = 0.5;
-/// Most cells of the smoothing grid.
-const MAX_GRID: usize = 4096;
-
-/// A non-empty fine bucket in `u` space: counts spread uniformly over
-/// `[a, b)`, the `u` range of its integers `lo..=hi` (each integer `v`
-/// standing for `[v − ½, v + ½]`).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Cell {
-    a: f64,
-    b: f64,
-    count: u64,
-    /// Executions from before this step.
-    history: u64,
-}
-
-impl Cell {
-    fn mid(&self) -> f64 {
-        0.5 * (self.a + self.b)
-    }
-}
 
 /// The cells of a histogram, with this step's counts taken out as history.
 pub(super) fn cells(hist: &FineHist, step: &StepDelta) -> Vec<Cell> {
@@ -39,16 +21,7 @@ pub(super) fn cells(hist: &FineHist, step: &StepDelta) -> Vec<Cell> {
     hist.counts
         .iter()
         .map(|(bucket, count)| {
-            let mut now = 0;
-            while let Some(&&(b, c)) = step_counts.peek() {
-                if b > bucket {
-                    break;
-                }
-                if b == bucket {
-                    now = c;
-                }
-                step_counts.next();
-            }
+            let now = step_count_of(&mut step_counts, bucket);
             let (lo, hi) = bucket_bounds(bucket);
             let (lo, hi) = (lo.max(min), hi.min(max));
             Cell {
@@ -78,32 +51,15 @@ fn quantile(cells: &[Cell], total: u64, p: f64) -> f64 {
 
 /// Silverman's bandwidth on the robust spread of the cells, at least `floor`.
 fn bandwidth(cells: &[Cell], total: u64, floor: f64) -> f64 {
-    let n = total as f64;
-    let mean = cells.iter().map(|c| c.mid() * c.count as f64).sum::<f64>() / n;
-    let var = cells
-        .iter()
-        .map(|c| (c.mid() - mean).powi(2) * c.count as f64)
-        .sum::<f64>()
-        / n;
     let iqr = quantile(cells, total, 0.75) - quantile(cells, total, 0.25);
-    let sd = var.sqrt();
-    let spread = if iqr > 0.0 { sd.min(iqr / 1.349) } else { sd };
-    (0.9 * spread * n.powf(-0.2)).max(floor)
+    (0.9 * super::robust_spread(cells, total, iqr) * (total as f64).powf(-0.2)).max(floor)
 }
 
 /// Smoothed density of the cells on a regular grid: returns the grid
 /// origin, cell width and density per grid cell.
 pub(super) fn smooth(cells: &[Cell], h: f64) -> (f64, f64, Vec<f64>) {
-    let (first, last) = (cells[0].a, cells[cells.len() - 1].b);
-    let origin = first - 4.0 * h;
-    let span = last + 4.0 * h - origin;
-    let mut step = h / 3.0;
-    let mut n = (span / step).ceil() as usize;
-    if n > MAX_GRID {
-        n = MAX_GRID;
-        step = span / n as f64;
-    }
-    let n = n.max(1);
+    let (grid, n) = grid_for(cells, h);
+    let (origin, step) = (grid.origin, grid.width);
     // Deposit each cell's count over the grid cells it overlaps.
     let mut mass = vec![0.0f64; n];
     for c in cells {
@@ -223,25 +179,17 @@ pub(super) fn derive(
         let j = (((c.mid() - origin) / width).floor().max(0.0) as usize).min(grid_mode.len() - 1);
         let m = grid_mode[j];
         let m = if m == usize::MAX {
-            nearest_mode(&grid_mode, j)
+            super::nearest_mode(&grid_mode, j)
         } else {
             m
         };
         members[m.min(modes_n - 1)].push(*c);
     }
 
-    let now = step.count().min(total);
-    let history = total - now;
-    let from_history = history > 0 && history >= now;
+    let basis = ShareBasis::new(total, step);
     let mut modes: Vec<(Mode, bool)> = Vec::new();
     for cs in members.iter().filter(|cs| !cs.is_empty()) {
-        let count: u64 = cs.iter().map(|c| c.count).sum();
-        let hist_count: u64 = cs.iter().map(|c| c.history).sum();
-        let share = if from_history {
-            hist_count as f64 / history as f64
-        } else {
-            count as f64 / total as f64
-        };
+        let (count, share) = basis.count_and_share(cs);
         let mode = shape(cs, count, share, params.min_spread);
         let normal = share >= params.min_share && count >= MIN_MODE_COUNT;
         modes.push((mode, normal));
@@ -249,12 +197,7 @@ pub(super) fn derive(
     // Recurring slowdowns are not normal however often they recur: a mode
     // far slower than the usual one (the largest share, the first of
     // equals) needs a large share.
-    let mut usual = 0;
-    for (i, (m, _)) in modes.iter().enumerate() {
-        if m.share > modes[usual].0.share {
-            usual = i;
-        }
-    }
+    let usual = first_largest(&modes, |(m, _)| m.share);
     let usual_us = modes[usual].0.centre.exp_m1().max(1.0);
     for (m, normal) in modes.iter_mut() {
         if m.centre.exp_m1() > SLOW_MODE_RATIO * usual_us && m.share < SLOW_MODE_SHARE {
@@ -263,13 +206,8 @@ pub(super) fn derive(
     }
     if !modes.iter().any(|(_, normal)| *normal) {
         // The largest mode (the first of equals) is always normal.
-        let mut best = 0;
-        for (i, (m, _)) in modes.iter().enumerate() {
-            if m.count > modes[best].0.count {
-                best = i;
-            }
-        }
-        modes[best].1 = true;
+        let largest = first_largest(&modes, |(m, _)| m.count);
+        modes[largest].1 = true;
     }
     ModalModel {
         segments: modes.len(),
@@ -279,20 +217,9 @@ pub(super) fn derive(
             .map(|(m, _)| m)
             .collect(),
         bandwidth: h,
-        shares_from_history: from_history,
+        shares_from_history: basis.from_history,
         threshold: k,
     }
-}
-
-/// The mode of the nearest labelled grid cell (for a cell whose centre
-/// fell where the smoothed density underflowed to zero).
-fn nearest_mode(grid_mode: &[usize], j: usize) -> usize {
-    (1..grid_mode.len())
-        .flat_map(|d| [j.checked_sub(d), Some(j + d)])
-        .flatten()
-        .filter_map(|i| grid_mode.get(i).copied())
-        .find(|&m| m != usize::MAX)
-        .unwrap_or(0)
 }
 
 /// Median and left/right robust scales of a mode's cells.

@@ -34,13 +34,8 @@ impl U256 {
     /// Wrapping addition (our sums never reach 2^256).
     #[inline]
     pub fn add(&mut self, other: &U256) {
-        let mut carry = 0u64;
-        for i in 0..4 {
-            let (s1, c1) = self.0[i].overflowing_add(other.0[i]);
-            let (s2, c2) = s1.overflowing_add(carry);
-            self.0[i] = s2;
-            carry = (c1 as u64) + (c2 as u64);
-        }
+        // The carry out of 256 bits is dropped: that is the wrapping.
+        let _ = self.add_carry(other);
     }
 
     /// Adds a 128-bit value (wrapping, like [`U256::add`]).
@@ -329,14 +324,7 @@ impl ExactMoments {
     // the inclusive and the exclusive profile).
     #[inline(always)]
     pub fn push(&mut self, x: u64) {
-        if self.n == 0 {
-            self.min = x;
-            self.max = x;
-        } else {
-            self.min = self.min.min(x);
-            self.max = self.max.max(x);
-        }
-        self.n += 1;
+        count_values(&mut self.n, &mut self.min, &mut self.max, 1, [x, x]);
         if x < 1 << 32 {
             // The common case (runtimes below 71 minutes): x² fits 64 bits
             // and x³, x⁴ fit 128, so three plain multiplications suffice.
@@ -359,20 +347,20 @@ impl ExactMoments {
 
     /// Exact merge (integer sums; order never matters).
     pub fn merge(&mut self, o: &ExactMoments) {
-        if o.n == 0 {
+        if merge_if_either_empty(self.n, o.n, self, o) {
             return;
         }
-        if self.n == 0 {
-            *self = *o;
-            return;
-        }
-        self.n += o.n;
+        count_values(
+            &mut self.n,
+            &mut self.min,
+            &mut self.max,
+            o.n,
+            [o.min, o.max],
+        );
         self.s1 += o.s1;
         self.s2 = self.s2.wrapping_add(o.s2);
         self.s3.add(&o.s3);
         self.s4.add(&o.s4);
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
     }
 
     /// Number of values.
@@ -382,18 +370,14 @@ impl ExactMoments {
 
     /// Mean of the values; 0 when empty.
     pub fn mean(&self) -> f64 {
-        if self.n == 0 {
-            return 0.0;
-        }
-        self.s1 as f64 / self.n as f64
+        mean_of(self.n, self.s1)
     }
 
     /// Appends the SUM-reducible part as 32-bit limbs in u64 words, so that
     /// an MPI `SUM` over ranks cannot overflow a word (carries are resolved
     /// by [`from_words`](Self::from_words)).
     pub fn sum_words(&self, out: &mut Vec<u64>) {
-        push_limbs32(out, &[self.n]);
-        push_limbs32(out, &[self.s1 as u64, (self.s1 >> 64) as u64]);
+        push_count_and_sum(out, self.n, self.s1);
         push_limbs32(out, &[self.s2 as u64, (self.s2 >> 64) as u64]);
         push_limbs32(out, &self.s3.0);
         push_limbs32(out, &self.s4.0);
@@ -402,20 +386,16 @@ impl ExactMoments {
     /// Rebuilds from reduced words plus the reduced min and max.
     pub fn from_words(words: &[u64], min: u64, max: u64) -> ExactMoments {
         let mut limbs = Limbs32 { words, pos: 0 };
-        let mut take = |n64: usize| limbs.take(n64);
-        let n = take(1)[0];
-        let s1 = take(2);
-        let s2 = take(2);
-        let s3 = take(4);
-        let s4 = take(4);
+        let n = limbs.take(1)[0];
+        let (min, max) = extremes_of(n, min, max);
         ExactMoments {
             n,
-            s1: s1[0] as u128 | (s1[1] as u128) << 64,
-            s2: s2[0] as u128 | (s2[1] as u128) << 64,
-            s3: U256([s3[0], s3[1], s3[2], s3[3]]),
-            s4: U256([s4[0], s4[1], s4[2], s4[3]]),
-            min: if n == 0 { 0 } else { min },
-            max: if n == 0 { 0 } else { max },
+            s1: limbs.take_u128(),
+            s2: limbs.take_u128(),
+            s3: limbs.take_u256(),
+            s4: limbs.take_u256(),
+            min,
+            max,
         }
     }
 }
@@ -537,14 +517,7 @@ impl WideMoments {
     /// Adds one value (any `u64`).
     #[inline]
     pub fn push(&mut self, x: u64) {
-        if self.n == 0 {
-            self.min = x;
-            self.max = x;
-        } else {
-            self.min = self.min.min(x);
-            self.max = self.max.max(x);
-        }
-        self.n += 1;
+        count_values(&mut self.n, &mut self.min, &mut self.max, 1, [x, x]);
         let x = x as u128;
         let x2 = x * x; // exact: x < 2^64
         self.s1 += x;
@@ -557,14 +530,16 @@ impl WideMoments {
 
     /// Exact merge (integer sums; order never matters).
     pub fn merge(&mut self, o: &WideMoments) {
-        if o.n == 0 {
+        if merge_if_either_empty(self.n, o.n, self, o) {
             return;
         }
-        if self.n == 0 {
-            *self = *o;
-            return;
-        }
-        self.n += o.n;
+        count_values(
+            &mut self.n,
+            &mut self.min,
+            &mut self.max,
+            o.n,
+            [o.min, o.max],
+        );
         self.s1 += o.s1;
         self.s2.add(&o.s2);
         self.s3.add(&o.s3);
@@ -572,23 +547,17 @@ impl WideMoments {
             self.s4_carry += 1;
         }
         self.s4_carry += o.s4_carry;
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
     }
 
     /// Mean of the values; 0 when empty.
     pub fn mean(&self) -> f64 {
-        if self.n == 0 {
-            return 0.0;
-        }
-        self.s1 as f64 / self.n as f64
+        mean_of(self.n, self.s1)
     }
 
     /// The SUM-reducible part as 32-bit limbs (see
     /// [`ExactMoments::sum_words`]).
     pub fn sum_words(&self, out: &mut Vec<u64>) {
-        push_limbs32(out, &[self.n]);
-        push_limbs32(out, &[self.s1 as u64, (self.s1 >> 64) as u64]);
+        push_count_and_sum(out, self.n, self.s1);
         push_limbs32(out, &self.s2.0);
         push_limbs32(out, &self.s3.0);
         push_limbs32(out, &self.s4.0);
@@ -599,26 +568,85 @@ impl WideMoments {
     /// out of Σx⁴'s low 256 bits lands in its last limb.
     pub fn from_words(words: &[u64], min: u64, max: u64) -> WideMoments {
         let mut limbs = Limbs32 { words, pos: 0 };
-        let mut take = |n64: usize| limbs.take(n64);
-        let n = take(1)[0];
-        let s1 = take(2);
-        let s2 = take(4);
-        let s3 = take(4);
+        let n = limbs.take(1)[0];
+        let (min, max) = extremes_of(n, min, max);
+        let (s1, s2, s3) = (limbs.take_u128(), limbs.take_u256(), limbs.take_u256());
         // Σx⁴ and its carry word fold together as one 320-bit number.
-        let s4 = take(5);
+        let s4 = limbs.take(5);
         WideMoments {
             n,
-            s1: s1[0] as u128 | (s1[1] as u128) << 64,
-            s2: U256([s2[0], s2[1], s2[2], s2[3]]),
-            s3: U256([s3[0], s3[1], s3[2], s3[3]]),
+            s1,
+            s2,
+            s3,
             s4: U256([s4[0], s4[1], s4[2], s4[3]]),
             s4_carry: s4[4],
-            min: if n == 0 { 0 } else { min },
-            max: if n == 0 { 0 } else { max },
+            min,
+            max,
         }
     }
 }
 
+/// Mean of `n` values that sum to `s1`; 0 when there are none. Both
+/// moment kinds keep the count and Σx alike, so they share it.
+#[inline]
+fn mean_of(n: u64, s1: u128) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    s1 as f64 / n as f64
+}
+
+/// Counts `added` more values lying in `[lo, hi]` (one value, or the
+/// extremes of other values): adds them to the count `n` and widens the
+/// extremes `[min, max]` to take them; the first values set them.
+// Always inlined: `push` is, and calls it for every value.
+#[inline(always)]
+fn count_values(n: &mut u64, min: &mut u64, max: &mut u64, added: u64, [lo, hi]: [u64; 2]) {
+    if *n == 0 {
+        *min = lo;
+        *max = hi;
+    } else {
+        *min = (*min).min(lo);
+        *max = (*max).max(hi);
+    }
+    *n += added;
+}
+
+/// The merges with nothing to add: of empty moments (`other_n == 0`),
+/// which change nothing, and into empty ones (`n == 0`), which copy
+/// `other`. Returns whether the merge is done; when it is not, both hold
+/// values and their sums are added.
+#[inline]
+fn merge_if_either_empty<T: Copy>(n: u64, other_n: u64, this: &mut T, other: &T) -> bool {
+    if other_n == 0 {
+        return true;
+    }
+    if n == 0 {
+        *this = *other;
+        return true;
+    }
+    false
+}
+
+/// The reduced min and max as stored: 0 and 0 when there are no values
+/// (the reduced extremes of empty ranks mean nothing).
+#[inline]
+fn extremes_of(n: u64, min: u64, max: u64) -> (u64, u64) {
+    if n == 0 {
+        (0, 0)
+    } else {
+        (min, max)
+    }
+}
+
+/// Appends the count and Σx as 32-bit limbs: the words every moment
+/// kind's SUM-reducible part begins with.
+fn push_count_and_sum(out: &mut Vec<u64>, n: u64, s1: u128) {
+    push_limbs32(out, &[n]);
+    push_limbs32(out, &[s1 as u64, (s1 >> 64) as u64]);
+}
+
+/// Appends 64-bit limbs as pairs of 32-bit limbs, low half first.
 fn push_limbs32(out: &mut Vec<u64>, limbs64: &[u64]) {
     for &l in limbs64 {
         out.push(l & 0xFFFF_FFFF);
@@ -640,6 +668,20 @@ impl Limbs32<'_> {
         let v = fold_limbs32(&self.words[self.pos..self.pos + 2 * n64], n64);
         self.pos += 2 * n64;
         v
+    }
+
+    /// The next field as a `u128` (two 64-bit limbs).
+    #[inline]
+    fn take_u128(&mut self) -> u128 {
+        let l = self.take(2);
+        l[0] as u128 | (l[1] as u128) << 64
+    }
+
+    /// The next field as a [`U256`] (four 64-bit limbs).
+    #[inline]
+    fn take_u256(&mut self) -> U256 {
+        let l = self.take(4);
+        U256([l[0], l[1], l[2], l[3]])
     }
 }
 

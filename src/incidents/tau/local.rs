@@ -20,6 +20,21 @@ const RARE_SHARE: f64 = 0.1;
 /// called rare.
 const MIN_CALLS_FOR_RARE: u64 = 10;
 
+/// How an anomalous execution was judged, as its [`Node`] records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Judgement {
+    /// What kind of call it is.
+    pub class: CallClass,
+    /// The runtime it was judged at (µs).
+    pub runtime_us: u64,
+    /// What its model expected of it (µs).
+    pub expected_us: u64,
+    /// The detector's score.
+    pub score: f64,
+    /// The step in which it was labelled.
+    pub labelled_step: u64,
+}
+
 /// The sizes one function's calls sent, by log₂ class.
 #[derive(Debug, Clone)]
 struct SizeClasses {
@@ -124,19 +139,13 @@ impl StreamLinks {
     }
 
     /// The node of anomalous execution `e` of this step (program
-    /// `program`), judged at `runtime_us` against an expected
-    /// `expected_us`, with score `score`.
-    #[allow(clippy::too_many_arguments)]
+    /// `program`), judged as `judgement` says.
     pub fn node(
         &self,
         program: u32,
         events: &StepEvents,
         e: &Execution,
-        class: CallClass,
-        runtime_us: u64,
-        expected_us: u64,
-        score: f64,
-        labelled_step: u64,
+        judgement: Judgement,
     ) -> Node {
         let mut sends = Vec::new();
         let mut recvs = Vec::new();
@@ -162,40 +171,29 @@ impl StreamLinks {
         }
         let bytes_sent = sent_bytes(events, e);
         let sizes = self.sizes.get(&e.function);
+        // The execution's own fields are a late node's; only the messages
+        // and their sizes are added while the step is still at hand.
+        let own = Self::late_node(program, e, judgement);
         Node {
-            program,
-            id: e.id,
-            thread: e.thread,
-            function: e.function,
-            depth: e.depth,
-            class,
-            entry: e.entry,
-            exit: e.exit,
-            runtime_us,
-            expected_us,
-            excess_us: runtime_us.saturating_sub(expected_us),
-            score,
-            labelled_step,
             bytes_sent,
             usual_bytes: sizes.map_or(0, |s| s.usual(bytes_sent)),
             bytes_rare: bytes_sent > 0 && sizes.is_some_and(|s| s.rare(bytes_sent)),
             sends,
             recvs,
+            ..own
         }
     }
 
     /// The node of an execution labelled after its step (its messages are
     /// gone with the step: no keys, no bytes).
-    #[allow(clippy::too_many_arguments)]
-    pub fn late_node(
-        program: u32,
-        e: &Execution,
-        class: CallClass,
-        runtime_us: u64,
-        expected_us: u64,
-        score: f64,
-        labelled_step: u64,
-    ) -> Node {
+    pub fn late_node(program: u32, e: &Execution, judgement: Judgement) -> Node {
+        let Judgement {
+            class,
+            runtime_us,
+            expected_us,
+            score,
+            labelled_step,
+        } = judgement;
         Node {
             program,
             id: e.id,

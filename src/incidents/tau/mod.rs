@@ -19,6 +19,6 @@ mod occurrence;
 pub mod tracker;
 
 pub use links::LinkSettings;
-pub use local::StreamLinks;
+pub use local::{Judgement, StreamLinks};
 pub use node::{CallClass, Node};
 pub use tracker::Tracker;

@@ -168,19 +168,21 @@ impl StreamProvenance {
             model_prediction_us: prediction.map_or(f64::NAN, |p| p.predicted_us),
             model_ratio: prediction.map_or(f64::NAN, |p| p.ratio()),
             dropped_attachments: e.dropped_attachments(),
+            // Every link table starts at its current end, and is empty
+            // until `close_record_links` counts the rows pushed since.
             call_stack_start: out.call_stack.len() as u64,
-            call_stack_len: 0,
             counter_events_start: out.counter_events.len() as u64,
-            counter_events_len: 0,
             exec_window_start: out.exec_window.len() as u64,
-            exec_window_len: 0,
             comm_window_start: out.comm_window.len() as u64,
-            comm_window_len: 0,
             gpu_location_start: out.gpu_location.len() as u64,
-            gpu_location_len: 0,
             gpu_parent_start: out.gpu_parent.len() as u64,
-            gpu_parent_len: 0,
             node_state_start: out.node_state.len() as u64,
+            call_stack_len: 0,
+            counter_events_len: 0,
+            exec_window_len: 0,
+            comm_window_len: 0,
+            gpu_location_len: 0,
+            gpu_parent_len: 0,
             node_state_len: 0,
         }
     }

@@ -6,10 +6,10 @@
 //! executions travel, so the exchange stays small.
 
 use super::{Pipeline, StepWork};
-use crate::detect::{Detector, Label, Prediction, Verdict};
+use crate::detect::{Detector, Label, Prediction};
 use crate::events::Execution;
 use crate::incidents::tau::mpi_calls::classify;
-use crate::incidents::tau::{CallClass, Node, StreamLinks};
+use crate::incidents::tau::{CallClass, Judgement, Node, StreamLinks};
 use crate::run::pipeline::RunState;
 
 impl Pipeline<'_> {
@@ -51,11 +51,15 @@ impl Pipeline<'_> {
                 else {
                     continue;
                 };
-                let class = call_classes[e.function as usize];
+                let judgement = Judgement {
+                    class: call_classes[e.function as usize],
+                    runtime_us: runtime,
+                    expected_us: expected,
+                    score: v.score,
+                    labelled_step: work.step,
+                };
                 s.links
-                    .node(
-                        program, &s.out, e, class, runtime, expected, v.score, work.step,
-                    )
+                    .node(program, &s.out, e, judgement)
                     .encode(&mut words);
             }
         }
@@ -65,11 +69,17 @@ impl Pipeline<'_> {
             else {
                 continue;
             };
-            let class = call_classes
-                .get(e.function as usize)
-                .copied()
-                .unwrap_or(CallClass::Compute);
-            late_node(e, class, runtime, expected, l.verdict, work.step).encode(&mut words);
+            let judgement = Judgement {
+                class: call_classes
+                    .get(e.function as usize)
+                    .copied()
+                    .unwrap_or(CallClass::Compute),
+                runtime_us: runtime,
+                expected_us: expected,
+                score: l.verdict.score,
+                labelled_step: work.step,
+            };
+            StreamLinks::late_node(e.program, e, judgement).encode(&mut words);
         }
         // This rank's rank time so far goes first, so that every rank
         // knows the run's and the floor it makes.
@@ -111,15 +121,4 @@ fn judged(
         0
     };
     (runtime > expected).then_some((runtime, expected))
-}
-
-fn late_node(
-    e: &Execution,
-    class: CallClass,
-    runtime: u64,
-    expected: u64,
-    v: Verdict,
-    step: u64,
-) -> Node {
-    StreamLinks::late_node(e.program, e, class, runtime, expected, v.score, step)
 }

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::synth::scenario::{check_dist, Dist};
+use crate::synth::scenario::{check_dist, default_start, unit, Dist};
 
 /// How the ranks exchange their halo each iteration.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -91,20 +91,12 @@ pub struct InjectSpec {
     #[serde(default)]
     pub add_us: f64,
     /// Message size factor (`message`).
-    #[serde(default = "one")]
+    #[serde(default = "unit")]
     pub factor: f64,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 fn default_binary() -> String {
     "coupled".into()
-}
-
-fn default_start() -> u64 {
-    1_700_000_000_000_000
 }
 
 fn default_bandwidth() -> f64 {

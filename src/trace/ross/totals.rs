@@ -48,7 +48,10 @@ impl EventCounts {
         }
     }
 
-    fn add(&mut self, processed: u32, abort: u32, rbs: u32, send: u32, read: u32) {
+    /// Adds one PE, KP or LP sample's counters.
+    #[inline]
+    fn add(&mut self, sample: &impl SampledEventCounts) {
+        let [processed, abort, rbs, send, read] = sample.event_counts();
         self.nevent_processed += u64::from(processed);
         self.nevent_abort += u64::from(abort);
         self.e_rbs += u64::from(rbs);
@@ -64,6 +67,37 @@ impl EventCounts {
         self.nread_network += o.nread_network;
     }
 }
+
+/// The event counters that PE, KP and LP samples all carry, so that one
+/// [`EventCounts::add`] sums those of any of the three.
+trait SampledEventCounts {
+    /// `nevent_processed`, `nevent_abort`, `e_rbs`, `nsend_network` and
+    /// `nread_network`, in that order.
+    fn event_counts(&self) -> [u32; 5];
+}
+
+/// Implements [`SampledEventCounts`] for sample types with the five
+/// counter fields of that name.
+macro_rules! sampled_event_counts {
+    ($($sample:ty),*) => {
+        $(
+            impl SampledEventCounts for $sample {
+                #[inline]
+                fn event_counts(&self) -> [u32; 5] {
+                    [
+                        self.nevent_processed,
+                        self.nevent_abort,
+                        self.e_rbs,
+                        self.nsend_network,
+                        self.nread_network,
+                    ]
+                }
+            }
+        )*
+    };
+}
+
+sampled_event_counts!(PeSample, KpSample, LpSample);
 
 /// The `*_s` fields of a PE's samples, summed in `f64` (seconds at the
 /// clock rate ROSS was given).
@@ -145,13 +179,7 @@ impl PeTotals {
     /// Adds one PE sample.
     pub fn add(&mut self, s: &PeSample) {
         self.samples += 1;
-        self.counts.add(
-            s.nevent_processed,
-            s.nevent_abort,
-            s.e_rbs,
-            s.nsend_network,
-            s.nread_network,
-        );
+        self.counts.add(s);
         self.rb_total += u64::from(s.rb_total);
         self.rb_secondary += u64::from(s.rb_secondary);
         self.fc_attempts += u64::from(s.fc_attempts);
@@ -225,13 +253,7 @@ impl EngineTotals {
                     t.time_ahead_gvt_max = s.time_ahead_gvt;
                 }
                 t.samples += 1;
-                t.counts.add(
-                    s.nevent_processed,
-                    s.nevent_abort,
-                    s.e_rbs,
-                    s.nsend_network,
-                    s.nread_network,
-                );
+                t.counts.add(s);
                 t.rb_total += u64::from(s.rb_total);
                 t.rb_secondary += u64::from(s.rb_secondary);
                 t.time_ahead_gvt_last = s.time_ahead_gvt;
@@ -241,13 +263,7 @@ impl EngineTotals {
                 let t = self.lp.entry(s.lpid).or_default();
                 t.samples += 1;
                 t.peid = s.peid;
-                t.counts.add(
-                    s.nevent_processed,
-                    s.nevent_abort,
-                    s.e_rbs,
-                    s.nsend_network,
-                    s.nread_network,
-                );
+                t.counts.add(s);
             }
             _ => {}
         }

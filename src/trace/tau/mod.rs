@@ -196,19 +196,16 @@ impl TauStreamReader {
         let spare = std::mem::take(&mut self.spare);
         step.funcs = spare.funcs;
         self.read_funcs(&mut step)?;
-        let (comms, n) = self.read_group::<COMM_WIDTH>(
-            VAR_COMM_COUNT,
-            VAR_COMM_ROWS,
-            spare.comms,
-            &mut step.issues,
-        )?;
+        let issues = &mut step.issues;
+        let (comms, n) =
+            self.read_group::<COMM_WIDTH>(VAR_COMM_COUNT, VAR_COMM_ROWS, spare.comms, issues)?;
         step.comms = comms;
         step.declared.comm_events = n;
         let (counters, n) = self.read_group::<COUNTER_WIDTH>(
             VAR_COUNTER_COUNT,
             VAR_COUNTER_ROWS,
             spare.counters,
-            &mut step.issues,
+            issues,
         )?;
         step.counters = counters;
         step.declared.counter_events = n;

@@ -118,62 +118,54 @@ fn malformed_statements_name_the_line() {
         ("CREATE TABLE `metrics` (`ID` int;", 1, "closing ')'"),
     ];
     for (text, line, words) in cases {
-        let e = parse_dump(text, "m.sql").unwrap_err();
-        assert_eq!(e.line, Some(line), "{text}: {e}");
-        assert!(e.message.contains(words), "{text}: {e}");
+        fails_at(text, line, words);
     }
 }
 
 #[test]
 fn inconsistent_data_is_refused() {
+    // The statements the errors name.
+    let (nondet, det) = ("`nondeterministic_metrics`", "`deterministic_metrics`");
+    let (executions, trials) = ("`executions` VALUES", "INSERT INTO `trials`");
+    let metrics = "INSERT INTO `metrics`";
+    // Each case: `SMALL` with its first text replaced by its second.
     let cases = [
+        ("(4,3,0.5)", "(9,3,0.5)", nondet, "names execution 9"),
+        ("(4,3,0.5)", "(4,8,0.5)", nondet, "metric 8"),
+        ("(1,4,1)", "(7,4,1)", executions, "names trial 7"),
         (
-            SMALL.replace("(4,3,0.5)", "(9,3,0.5)"),
-            "`nondeterministic_metrics`",
-            "names execution 9",
-        ),
-        (
-            SMALL.replace("(4,3,0.5)", "(4,8,0.5)"),
-            "`nondeterministic_metrics`",
-            "metric 8",
-        ),
-        (
-            SMALL.replace("(1,4,1)", "(7,4,1)"),
-            "`executions` VALUES",
-            "names trial 7",
-        ),
-        (
-            SMALL.replace("(3,3,1.5)", "(3,3,1.5),(3,3,1.75)"),
-            "`nondeterministic_metrics`",
+            "(3,3,1.5)",
+            "(3,3,1.5),(3,3,1.75)",
+            nondet,
             "two values for metric \"time\"",
         ),
         (
-            SMALL.replace("'machine','ghz'", "'mach','ghz'"),
-            "INSERT INTO `metrics`",
+            "'machine','ghz'",
+            "'mach','ghz'",
+            metrics,
             "unknown type \"mach\"",
         ),
         (
-            SMALL.replace("(1,4,1)", "(1,5,1)"),
-            "`executions` VALUES",
+            "(1,4,1)",
+            "(1,5,1)",
+            executions,
             "execution id 5 appears twice",
         ),
-        (
-            SMALL.replace("(20,1,-2.5e3)", "(20,1,'x')"),
-            "`deterministic_metrics`",
-            "not a finite number",
-        ),
-        (
-            SMALL.replace("(2,1,1,1,20,0)", "(2,1,1,1,20)"),
-            "INSERT INTO `trials`",
-            "5 values",
-        ),
+        ("(20,1,-2.5e3)", "(20,1,'x')", det, "not a finite number"),
+        ("(2,1,1,1,20,0)", "(2,1,1,1,20)", trials, "5 values"),
     ];
-    for (text, statement, words) in cases {
-        let line = line_of(&text, statement);
-        let e = parse_dump(&text, "m.sql").unwrap_err();
-        assert_eq!(e.line, Some(line), "{words}: {e}");
-        assert!(e.message.contains(words), "{words}: {e}");
+    for (from, to, statement, words) in cases {
+        let text = SMALL.replace(from, to);
+        fails_at(&text, line_of(&text, statement), words);
     }
+}
+
+/// Asserts that reading `text` fails at line `line` with a message saying
+/// `words`.
+fn fails_at(text: &str, line: usize, words: &str) {
+    let e = parse_dump(text, "m.sql").unwrap_err();
+    assert_eq!(e.line, Some(line), "{text}: {e}");
+    assert!(e.message.contains(words), "{text}: {e}");
 }
 
 #[test]
