@@ -787,72 +787,41 @@ impl Replay {
         }
     }
 
+    /// Replays step `s` and checks what the replay promises: the step's
+    /// time range, calls opened against closed, each execution and its
+    /// attachments, and the GPU pairs; then adds to the totals.
     fn step(&mut self, s: u64, tau: &TraceStep, map: &IndexMap) {
         let open_before = self.events.open_calls() as u64;
         // The output buffers are reused from the previous step on purpose.
         self.events
             .build_step_into(s, tau, map, &mut self.out, &mut |_| {});
-        let out = &self.out;
         let open_after = self.events.open_calls() as u64;
 
         assert_eq!(
-            (out.first_ts, out.last_ts),
+            (self.out.first_ts, self.out.last_ts),
             tau.time_range()
                 .map_or((None, None), |(a, b)| (Some(a), Some(b))),
             "time range of the step"
         );
+        let rows = FunctionRows::count(tau, map);
+        check_calls_balance(&self.out, s, open_before, open_after, &rows);
+        self.check_executions(s, rows.entries);
+        self.check_gpu_pairs();
 
-        // Function rows with a usable ENTRY/EXIT type and a known function.
-        let kind = |r: &FuncEvent| {
-            map.event_types
-                .get(r.event_type as usize)
-                .copied()
-                .flatten()
-        };
-        let known = |r: &FuncEvent| {
-            map.functions
-                .get(r.function as usize)
-                .copied()
-                .flatten()
-                .is_some()
-        };
-        let entries = tau
-            .funcs
-            .iter()
-            .filter(|r| kind(r) == Some(EventKind::Entry))
-            .count() as u64;
-        let entries_known = tau
-            .funcs
-            .iter()
-            .filter(|r| kind(r) == Some(EventKind::Entry) && known(r))
-            .count() as u64;
-        let exits_known = tau
-            .funcs
-            .iter()
-            .filter(|r| kind(r) == Some(EventKind::Exit) && known(r))
-            .count() as u64;
-
+        let out = &self.out;
         let i = &out.issues;
-        let n = out.executions.len() as u64;
-        // Every accepted ENTRY opens a call; every call closes at most once.
-        assert_eq!(
-            open_before + entries_known - i.count(EventIssueKind::DepthLimit),
-            open_after + n,
-            "calls opened vs closed: {}",
-            i.summary("fuzz", s)
-        );
-        // Every EXIT closes something or is counted as broken.
-        assert_eq!(
-            exits_known,
-            i.count(EventIssueKind::EmptyStackExit)
-                + i.count(EventIssueKind::MismatchedExit)
-                + i.count(EventIssueKind::ExitBeforeEntry)
-                + n
-                - i.count(EventIssueKind::ClosedImplicitly),
-            "EXIT rows: {}",
-            i.summary("fuzz", s)
-        );
+        check_event_issues(i);
+        self.executions += out.executions.len() as u64;
+        self.issues += i.total();
+        self.gpu_pairs += out.gpu_pairs.len() as u64;
+    }
 
+    /// Checks each execution of step `s` (`entries`: the step's ENTRY
+    /// rows): its times, labels, parent, GPU flag and attachments; that
+    /// none completes twice; and that the arenas hold exactly the
+    /// attachments of the step's executions.
+    fn check_executions(&mut self, s: u64, entries: u64) {
+        let out = &self.out;
         let (mut comms, mut counters, mut cids) = (0usize, 0usize, 0usize);
         for e in &out.executions {
             assert!(e.exit >= e.entry, "{e:?}");
@@ -895,6 +864,13 @@ impl Replay {
                 out.correlation_ids.len()
             )
         );
+    }
+
+    /// Checks the step's GPU pairs (a CPU execution with a GPU one, both
+    /// seen) and GPU partners (in execution order, each partner seen and
+    /// another execution).
+    fn check_gpu_pairs(&self) {
+        let out = &self.out;
         for &(cpu, gpu) in &out.gpu_pairs {
             assert_eq!(self.seen.get(&cpu), Some(&false), "CPU side {cpu}");
             assert_eq!(self.seen.get(&gpu), Some(&true), "GPU side {gpu}");
@@ -904,10 +880,6 @@ impl Replay {
             let e = out.executions[index as usize];
             assert!(self.seen.contains_key(&partner) && partner != e.id);
         }
-        check_event_issues(i);
-        self.executions += n;
-        self.issues += i.total();
-        self.gpu_pairs += out.gpu_pairs.len() as u64;
     }
 
     fn finish(&mut self) {
@@ -922,6 +894,88 @@ impl Replay {
         check_event_issues(&i);
         self.issues += i.total();
     }
+}
+
+/// Counts of a step's function rows, by what the replay can do with them.
+struct FunctionRows {
+    /// ENTRY rows, known function or not (they all take an id).
+    entries: u64,
+    /// ENTRY rows of a known function: each opens a call.
+    entries_known: u64,
+    /// EXIT rows of a known function: each closes a call or is an issue.
+    exits_known: u64,
+}
+
+impl FunctionRows {
+    /// Counts the function rows of `tau` with a usable ENTRY/EXIT type
+    /// (and a known function) in `map`.
+    fn count(tau: &TraceStep, map: &IndexMap) -> Self {
+        let kind = |r: &FuncEvent| {
+            map.event_types
+                .get(r.event_type as usize)
+                .copied()
+                .flatten()
+        };
+        let known = |r: &FuncEvent| {
+            map.functions
+                .get(r.function as usize)
+                .copied()
+                .flatten()
+                .is_some()
+        };
+        let entries = tau
+            .funcs
+            .iter()
+            .filter(|r| kind(r) == Some(EventKind::Entry))
+            .count() as u64;
+        let entries_known = tau
+            .funcs
+            .iter()
+            .filter(|r| kind(r) == Some(EventKind::Entry) && known(r))
+            .count() as u64;
+        let exits_known = tau
+            .funcs
+            .iter()
+            .filter(|r| kind(r) == Some(EventKind::Exit) && known(r))
+            .count() as u64;
+        FunctionRows {
+            entries,
+            entries_known,
+            exits_known,
+        }
+    }
+}
+
+/// Checks that step `s` opened and closed calls as its rows say: every
+/// accepted ENTRY opens a call, every call closes at most once, and every
+/// EXIT closes something or is counted as broken.
+fn check_calls_balance(
+    out: &StepEvents,
+    s: u64,
+    open_before: u64,
+    open_after: u64,
+    rows: &FunctionRows,
+) {
+    let i = &out.issues;
+    let n = out.executions.len() as u64;
+    // Every accepted ENTRY opens a call; every call closes at most once.
+    assert_eq!(
+        open_before + rows.entries_known - i.count(EventIssueKind::DepthLimit),
+        open_after + n,
+        "calls opened vs closed: {}",
+        i.summary("fuzz", s)
+    );
+    // Every EXIT closes something or is counted as broken.
+    assert_eq!(
+        rows.exits_known,
+        i.count(EventIssueKind::EmptyStackExit)
+            + i.count(EventIssueKind::MismatchedExit)
+            + i.count(EventIssueKind::ExitBeforeEntry)
+            + n
+            - i.count(EventIssueKind::ClosedImplicitly),
+        "EXIT rows: {}",
+        i.summary("fuzz", s)
+    );
 }
 
 fn check_event_issues(issues: &crate::events::EventIssues) {

@@ -671,76 +671,108 @@ fn replay_run(
             continue;
         };
 
-        if !is_exit {
-            if th.stack.len() >= max_depth {
-                target
-                    .out
-                    .issues
-                    .record(EventIssueKind::DepthLimit, Some(th.thread), || {
-                        format!(
-                            "function row {} = {row:?}: stack already {} deep",
-                            base + k,
-                            th.stack.len()
-                        )
-                    });
-                continue;
-            }
-            if let Some(parent) = th.stack.last_mut() {
-                parent.n_children = parent.n_children.saturating_add(1);
-            }
-            // A slot for the execution, set when (if) it completes this step.
-            let entries = &mut target.out.exec_of_entry;
-            entries.resize(ordinal as usize + 1, StepEvents::NOT_HERE);
-            th.stack.push(Frame {
-                id: ExecId {
-                    rank: target.rank,
-                    step: target.step,
-                    idx: ordinal,
-                },
-                function,
-                entry: ts,
-                children_inclusive: 0,
-                n_children: 0,
-                dropped: 0,
-                comms_start: th.comms.len(),
-                counters_start: th.counters.len(),
-                correlation_ids_start: th.correlation_ids.len(),
-            });
-            continue;
-        }
-
-        // EXIT: the common case is a match with the top of the stack.
-        match th.stack.last() {
-            None => {
-                target
-                    .out
-                    .issues
-                    .record(EventIssueKind::EmptyStackExit, Some(th.thread), || {
-                        format!("function row {} = {row:?}: no open call", base + k)
-                    });
-            }
-            Some(top) if top.function == function => {
-                if ts < top.entry {
-                    let entry = top.entry;
-                    target.out
-                        .issues
-                        .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
-                            format!(
-                                "function row {} = {row:?}: exit at {ts} before its entry at {entry}",
-                                base + k
-                            )
-                        });
-                } else {
-                    close_top(th, ts, target);
-                }
-            }
-            Some(_) => close_deeper(th, function, ts, row, base + k, target),
+        if is_exit {
+            apply_exit(th, function, row, base + k, target);
+        } else {
+            push_entry(th, function, row, ordinal, base + k, max_depth, target);
         }
     }
     if lo <= hi {
         range.add_span(lo, hi);
     }
     len
+}
+
+/// ENTRY row `row` (at index `row_idx`) of `function`: opens a call with
+/// the id `ordinal` on top of `th`'s stack, unless the stack is already
+/// `max_depth` deep (then the row is rejected as an issue).
+///
+/// Part of [`replay_run`]'s per-row loop, hence always inlined.
+#[inline(always)]
+fn push_entry(
+    th: &mut ThreadState,
+    function: u32,
+    row: &FuncEvent,
+    ordinal: u64,
+    row_idx: usize,
+    max_depth: usize,
+    target: &mut CompletionTarget<'_>,
+) {
+    if th.stack.len() >= max_depth {
+        target
+            .out
+            .issues
+            .record(EventIssueKind::DepthLimit, Some(th.thread), || {
+                format!(
+                    "function row {row_idx} = {row:?}: stack already {} deep",
+                    th.stack.len()
+                )
+            });
+        return;
+    }
+    if let Some(parent) = th.stack.last_mut() {
+        parent.n_children = parent.n_children.saturating_add(1);
+    }
+    // A slot for the execution, set when (if) it completes this step.
+    let entries = &mut target.out.exec_of_entry;
+    entries.resize(ordinal as usize + 1, StepEvents::NOT_HERE);
+    th.stack.push(Frame {
+        id: ExecId {
+            rank: target.rank,
+            step: target.step,
+            idx: ordinal,
+        },
+        function,
+        entry: row.timestamp,
+        children_inclusive: 0,
+        n_children: 0,
+        dropped: 0,
+        comms_start: th.comms.len(),
+        counters_start: th.counters.len(),
+        correlation_ids_start: th.correlation_ids.len(),
+    });
+}
+
+/// EXIT row `row` (at index `row_idx`) of `function`: closes the matching
+/// open call of `th`, or records why the row cannot close anything.
+///
+/// Part of [`replay_run`]'s per-row loop, hence always inlined; the rare
+/// EXIT of a call that is not on top goes to [`close_deeper`].
+#[inline(always)]
+fn apply_exit(
+    th: &mut ThreadState,
+    function: u32,
+    row: &FuncEvent,
+    row_idx: usize,
+    target: &mut CompletionTarget<'_>,
+) {
+    let ts = row.timestamp;
+    // The common case is a match with the top of the stack.
+    match th.stack.last() {
+        None => {
+            target
+                .out
+                .issues
+                .record(EventIssueKind::EmptyStackExit, Some(th.thread), || {
+                    format!("function row {row_idx} = {row:?}: no open call")
+                });
+        }
+        Some(top) if top.function == function => {
+            if ts < top.entry {
+                let entry = top.entry;
+                target.out
+                    .issues
+                    .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
+                        format!(
+                            "function row {row_idx} = {row:?}: exit at {ts} before its entry at {entry}"
+                        )
+                    });
+            } else {
+                close_top(th, ts, target);
+            }
+        }
+        Some(_) => close_deeper(th, function, ts, row, row_idx, target),
+    }
 }
 
 /// EXIT of a function that is not on top: close the calls above it if it is
@@ -892,17 +924,39 @@ fn attach_until(
     map: &IndexMap,
     target: &mut CompletionTarget<'_>,
 ) {
-    let due = |ts: u64| ts < bound || (inclusive && ts == bound);
+    attach_due_comms(th, bound, inclusive, trace, map, target);
+    attach_due_counters(th, bound, inclusive, trace, map, target);
+    th.next_attach_ts = next_pending_ts(th, trace);
+}
+
+/// Whether a pending row at `ts` is due before a function row at `bound`:
+/// strictly earlier, or at the same time when `inclusive` (an EXIT).
+#[inline(always)]
+fn is_due(ts: u64, bound: u64, inclusive: bool) -> bool {
+    ts < bound || (inclusive && ts == bound)
+}
+
+/// The comm half of [`attach_until`]: attaches the thread's due comm rows
+/// to the innermost open call (counting those beyond the cap as dropped),
+/// or records them as unattached when no call is open.
+#[inline(always)]
+fn attach_due_comms(
+    th: &mut ThreadState,
+    bound: u64,
+    inclusive: bool,
+    trace: &TraceStep,
+    map: &IndexMap,
+    target: &mut CompletionTarget<'_>,
+) {
     let cap = target.max_attached;
     let thread = th.thread;
-
     while let Some(&ri) = th.comm_rows.get(th.comm_next) {
         let Some(row) = trace.comms.get(ri as usize) else {
             th.comm_next += 1;
             continue;
         };
         let ts = row[COMM_COL_TIMESTAMP];
-        if !due(ts) {
+        if !is_due(ts, bound, inclusive) {
             break;
         }
         th.comm_next += 1;
@@ -936,14 +990,29 @@ fn attach_until(
             ts,
         });
     }
+}
 
+/// The counter half of [`attach_until`]: attaches the thread's due counter
+/// rows to the innermost open call, and collects correlation-id values
+/// (for GPU matching) besides; each list is capped on its own.
+#[inline(always)]
+fn attach_due_counters(
+    th: &mut ThreadState,
+    bound: u64,
+    inclusive: bool,
+    trace: &TraceStep,
+    map: &IndexMap,
+    target: &mut CompletionTarget<'_>,
+) {
+    let cap = target.max_attached;
+    let thread = th.thread;
     while let Some(&ri) = th.counter_rows.get(th.counter_next) {
         let Some(row) = trace.counters.get(ri as usize) else {
             th.counter_next += 1;
             continue;
         };
         let ts = row[COUNTER_COL_TIMESTAMP];
-        if !due(ts) {
+        if !is_due(ts, bound, inclusive) {
             break;
         }
         th.counter_next += 1;
@@ -975,7 +1044,13 @@ fn attach_until(
             ts,
         });
     }
+}
 
+/// Timestamp of the thread's earliest comm or counter row not yet
+/// attached (`u64::MAX` when none): the value of
+/// [`ThreadState::next_attach_ts`].
+#[inline(always)]
+fn next_pending_ts(th: &ThreadState, trace: &TraceStep) -> u64 {
     let next_comm = th
         .comm_rows
         .get(th.comm_next)
@@ -986,5 +1061,5 @@ fn attach_until(
         .get(th.counter_next)
         .and_then(|&ri| trace.counters.get(ri as usize))
         .map_or(u64::MAX, |r| r[COUNTER_COL_TIMESTAMP]);
-    th.next_attach_ts = next_comm.min(next_counter);
+    next_comm.min(next_counter)
 }

@@ -23,7 +23,7 @@ use nalgebra::DVector;
 use crate::model::fit::{design, first_max, score_candidates, ClusterData, Columns};
 use crate::model::folds::{CrossValidation, Fold};
 use crate::model::function::{pool, Function, PoolFamilies, PoolOrder};
-use crate::model::kmeans::kmeans;
+use crate::model::kmeans::{kmeans, Clusters};
 use crate::model::lstsq;
 use crate::model::model::{adjusted, r_squared, ClusterModel, Model, Term, TrainingInfo};
 use crate::model::pca::{column_mean_std, project_into, rotation};
@@ -161,21 +161,7 @@ pub struct Trained {
 pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> {
     let (names, xcols, ycol) = resolve_columns(table, opts)?;
     let n = table.rows.len();
-    if n < 2 {
-        return Err(table.error(None, None, format!("{n} rows: a model needs at least 2")));
-    }
-    for (name, &c) in names.iter().zip(&xcols) {
-        let first = table.rows[0][c];
-        if table.rows.iter().all(|r| r[c] == first) {
-            return Err(table.error(
-                None,
-                Some(name),
-                format!(
-                    "constant column (every row is {first}): a singular design; leave it out of the predictors"
-                ),
-            ));
-        }
-    }
+    check_trainable(table, &names, &xcols)?;
     let x: Vec<Vec<f64>> = table
         .rows
         .iter()
@@ -201,23 +187,104 @@ pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> 
             format!("{} clusters for {n} rows", opts.clusters),
         ));
     }
-    let z: Vec<Vec<f64>> = xr
-        .iter()
+    let clusters = kmeans(&standardised(&xr, &means, &stds), opts.clusters, opts.seed);
+    let threshold = opts.threshold.unwrap_or(opts.profile.default_threshold());
+    let functions = pool(p, opts.profile.pool_order(), opts.families);
+    let fits = fit_clusters(table, opts, &clusters, &xr, &y, &functions, threshold)?;
+    let (r2, adjusted_r2, cv_adjusted_r2) = fits.summary;
+    let model = Model {
+        metrics: names,
+        target: Some(opts.target.clone()),
+        function: None,
+        means,
+        stds,
+        rotation: rot,
+        clusters: fits.blocks,
+        training: Some(TrainingInfo {
+            profile: opts.profile.name().into(),
+            threshold,
+            cross_validation: fits.cv_text,
+            rows: n,
+            r2,
+            adjusted_r2,
+            cv_adjusted_r2,
+            table: table.source.clone(),
+        }),
+    };
+    Ok(Trained {
+        model,
+        folds: fits.reports,
+    })
+}
+
+/// Fails unless the table can be trained on: at least 2 rows, and no
+/// predictor (`names`, in columns `xcols`) that is the same in every row
+/// (a singular design).
+fn check_trainable(table: &Table, names: &[String], xcols: &[usize]) -> Result<(), TableError> {
+    let n = table.rows.len();
+    if n < 2 {
+        return Err(table.error(None, None, format!("{n} rows: a model needs at least 2")));
+    }
+    for (name, &c) in names.iter().zip(xcols) {
+        let first = table.rows[0][c];
+        if table.rows.iter().all(|r| r[c] == first) {
+            return Err(table.error(
+                None,
+                Some(name),
+                format!(
+                    "constant column (every row is {first}): a singular design; leave it out of the predictors"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The rows with each column centred on `means` and scaled by `stds`, so
+/// that k-means weighs every column alike.
+fn standardised(xr: &[Vec<f64>], means: &[f64], stds: &[f64]) -> Vec<Vec<f64>> {
+    xr.iter()
         .map(|row| {
             row.iter()
-                .zip(&means)
-                .zip(&stds)
+                .zip(means)
+                .zip(stds)
                 .map(|((v, m), s)| (v - m) / s)
                 .collect()
         })
-        .collect();
-    let clusters = kmeans(&z, opts.clusters, opts.seed);
-    let threshold = opts.threshold.unwrap_or(opts.profile.default_threshold());
-    let functions = pool(p, opts.profile.pool_order(), opts.families);
-    let mut blocks = Vec::new();
-    let mut reports = Vec::new();
-    let mut summary = (f64::NAN, f64::NAN, None);
-    let mut cv_text = String::new();
+        .collect()
+}
+
+/// What the selection made of every cluster.
+struct ClusterFits {
+    /// Each cluster's centre and terms.
+    blocks: Vec<ClusterModel>,
+    /// Every fold's selection, cluster after cluster.
+    reports: Vec<FoldReport>,
+    /// R², adjusted R² and cross-validated adjusted R² of cluster 0.
+    summary: (f64, f64, Option<f64>),
+    /// The cross-validation, in words (that of the last cluster).
+    cv_text: String,
+}
+
+/// Selects and fits each cluster's terms from `functions` on its rows of
+/// `xr` (rotated predictors) and `y`, with the profile's selection and
+/// cross-validation.
+fn fit_clusters(
+    table: &Table,
+    opts: &TrainOptions,
+    clusters: &Clusters,
+    xr: &[Vec<f64>],
+    y: &[f64],
+    functions: &[Function],
+    threshold: f64,
+) -> Result<ClusterFits, TableError> {
+    let n = table.rows.len();
+    let mut fits = ClusterFits {
+        blocks: Vec::new(),
+        reports: Vec::new(),
+        summary: (f64::NAN, f64::NAN, None),
+        cv_text: String::new(),
+    };
     for (c, centre) in clusters.centres.iter().enumerate() {
         let rows: Vec<usize> = (0..n).filter(|&r| clusters.assignment[r] == c).collect();
         let data = ClusterData {
@@ -229,11 +296,11 @@ pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> 
             .cross_validation
             .clone()
             .unwrap_or_else(|| opts.profile.default_cross_validation(rows.len(), opts.seed));
-        cv_text = describe_cv(&cv);
+        fits.cv_text = describe_cv(&cv);
         let folds = cv
             .folds(rows.len())
             .map_err(|why| table.error(None, None, format!("cluster {c}: {why}")))?;
-        let candidates = usable_functions(&data, &functions, opts.profile, table)?;
+        let candidates = usable_functions(&data, functions, opts.profile, table)?;
         let (terms, fold_reports, stats) = match opts.profile {
             Profile::Eiger2013 | Profile::Eiger2016 => {
                 eiger_selection(&data, &candidates, &folds, threshold, c)
@@ -241,39 +308,18 @@ pub fn train(table: &Table, opts: &TrainOptions) -> Result<Trained, TableError> 
             Profile::Default => default_selection(&data, &candidates, &folds, threshold, c),
         };
         if c == 0 {
-            summary = stats;
+            fits.summary = stats;
         }
-        reports.extend(fold_reports);
-        blocks.push(ClusterModel {
+        fits.reports.extend(fold_reports);
+        fits.blocks.push(ClusterModel {
             centre: centre.clone(),
             terms,
         });
     }
-    let model = Model {
-        metrics: names,
-        target: Some(opts.target.clone()),
-        function: None,
-        means,
-        stds,
-        rotation: rot,
-        clusters: blocks,
-        training: Some(TrainingInfo {
-            profile: opts.profile.name().into(),
-            threshold,
-            cross_validation: cv_text,
-            rows: n,
-            r2: summary.0,
-            adjusted_r2: summary.1,
-            cv_adjusted_r2: summary.2,
-            table: table.source.clone(),
-        }),
-    };
-    Ok(Trained {
-        model,
-        folds: reports,
-    })
+    Ok(fits)
 }
 
+/// The cross-validation in words, for the model's training record.
 fn describe_cv(cv: &CrossValidation) -> String {
     match cv {
         CrossValidation::None => "none".into(),

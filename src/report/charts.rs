@@ -272,121 +272,177 @@ pub enum ModelShape {
 /// moments with the threshold), the stored normal samples (grey) and the
 /// anomalies (red ticks).
 pub fn distribution(title: &str, model: &ModelShape, normal: &[f64], anomalies: &[f64]) -> String {
-    let model_x: Vec<f64> = match model {
-        ModelShape::Bins {
-            first,
-            width,
-            counts,
-        } => {
-            vec![*first, first + width * counts.len() as f64]
-        }
-        ModelShape::Moments { mean, stddev, cut } => {
-            let mut v = vec![mean - 3.0 * stddev, mean + 3.0 * stddev];
-            v.extend(cut);
-            v
-        }
-    };
     let (x0, x1) = range(
-        model_x
+        model
+            .x_extent()
             .iter()
             .chain(normal)
             .chain(anomalies)
             .copied()
             .map(|v| v.max(0.0)),
     );
-    // Density heights, scaled to 1 at the model's peak.
-    let bars: Vec<(f64, f64, f64)> = match model {
-        ModelShape::Bins {
-            first,
-            width,
-            counts,
-        } => {
-            let peak = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
-            counts
-                .iter()
-                .enumerate()
-                .map(|(b, &c)| {
-                    (
-                        first + width * b as f64,
-                        first + width * (b + 1) as f64,
-                        c as f64 / peak,
-                    )
-                })
-                .collect()
-        }
-        ModelShape::Moments { .. } => Vec::new(),
+    let layers = DistributionLayers {
+        bars: model.bars(),
+        curve: model.curve(x0, x1),
+        cut: model.cut(),
+        normal: thin(normal),
+        anomalies: thin(anomalies),
     };
-    let curve: Vec<(f64, f64)> = match model {
-        ModelShape::Moments { mean, stddev, .. } if *stddev > 0.0 => (0..=200)
-            .map(|i| {
-                let x = x0 + (x1 - x0) * i as f64 / 200.0;
-                let z = (x - mean) / stddev;
-                (x, (-0.5 * z * z).exp())
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let cut = match model {
-        ModelShape::Moments { cut, .. } => *cut,
-        ModelShape::Bins { .. } => None,
-    };
-    let normal = thin(normal);
-    let anomalies = thin(anomalies);
     svg(title, (WIDE / 2 - 10, TALL), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 14))
-            .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(40)
-            .build_cartesian_2d(x0..x1, 0.0..1.25)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("runtime (µs)")
-            .y_desc("model density")
-            .y_labels(3)
-            .disable_y_mesh()
-            .draw()
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(
-                bars.iter().map(|&(a, b, h)| {
-                    Rectangle::new([(a, 0.0), (b, h)], NORMAL.mix(0.45).filled())
-                }),
-            )
-            .map_err(|e| e.to_string())?;
-        if !curve.is_empty() {
-            chart
-                .draw_series(LineSeries::new(
-                    curve.iter().copied(),
-                    NORMAL.stroke_width(2),
-                ))
-                .map_err(|e| e.to_string())?;
-        }
-        if let Some(c) = cut.filter(|c| c.is_finite()) {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    [(c, 0.0), (c, 1.2)],
-                    BLACK.stroke_width(1),
-                )))
-                .map_err(|e| e.to_string())?;
-        }
-        chart
-            .draw_series(
-                normal
-                    .iter()
-                    .map(|&x| Circle::new((x, 1.08), 3, NORMAL.filled())),
-            )
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(
-                anomalies
-                    .iter()
-                    .map(|&x| TriangleMarker::new((x, 1.17), 5, ANOMALY.filled())),
-            )
-            .map_err(|e| e.to_string())?;
-        Ok(())
+        draw_distribution(root, title, x0..x1, &layers)
     })
+}
+
+impl ModelShape {
+    /// The runtimes the model spans, so that the x axis shows all of it:
+    /// the bins' outer edges, or three deviations either side of the mean
+    /// and the threshold.
+    fn x_extent(&self) -> Vec<f64> {
+        match self {
+            ModelShape::Bins {
+                first,
+                width,
+                counts,
+            } => {
+                vec![*first, first + width * counts.len() as f64]
+            }
+            ModelShape::Moments { mean, stddev, cut } => {
+                let mut v = vec![mean - 3.0 * stddev, mean + 3.0 * stddev];
+                v.extend(cut);
+                v
+            }
+        }
+    }
+
+    /// The histogram's bars as (left, right, height), heights scaled to 1
+    /// at the tallest bin; none for moments.
+    fn bars(&self) -> Vec<(f64, f64, f64)> {
+        match self {
+            ModelShape::Bins {
+                first,
+                width,
+                counts,
+            } => {
+                let peak = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+                counts
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &c)| {
+                        (
+                            first + width * b as f64,
+                            first + width * (b + 1) as f64,
+                            c as f64 / peak,
+                        )
+                    })
+                    .collect()
+            }
+            ModelShape::Moments { .. } => Vec::new(),
+        }
+    }
+
+    /// The normal curve of the moments over `x0..x1` (201 points, 1 at the
+    /// mean); none for bins or a zero deviation.
+    fn curve(&self, x0: f64, x1: f64) -> Vec<(f64, f64)> {
+        match self {
+            ModelShape::Moments { mean, stddev, .. } if *stddev > 0.0 => (0..=200)
+                .map(|i| {
+                    let x = x0 + (x1 - x0) * i as f64 / 200.0;
+                    let z = (x - mean) / stddev;
+                    (x, (-0.5 * z * z).exp())
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The anomaly threshold on the runtime, if the model has one.
+    fn cut(&self) -> Option<f64> {
+        match self {
+            ModelShape::Moments { cut, .. } => *cut,
+            ModelShape::Bins { .. } => None,
+        }
+    }
+}
+
+/// What [`distribution`] draws, in data coordinates (density heights
+/// scaled to 1 at the model's peak).
+struct DistributionLayers {
+    /// Histogram bars: (left, right, height).
+    bars: Vec<(f64, f64, f64)>,
+    /// The normal curve of the moments.
+    curve: Vec<(f64, f64)>,
+    /// The anomaly threshold, drawn as a vertical line.
+    cut: Option<f64>,
+    /// Runtimes of normal samples (thinned), drawn as grey dots.
+    normal: Vec<f64>,
+    /// Runtimes of anomalies (thinned), drawn as red triangles.
+    anomalies: Vec<f64>,
+}
+
+/// Draws a distribution chart's axes and `layers` into `root`, runtimes
+/// over `x`: the model below, the samples in a band above it.
+fn draw_distribution(
+    root: &DrawingArea<SVGBackend, Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    layers: &DistributionLayers,
+) -> Result<(), String> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 14))
+        .margin(8)
+        .x_label_area_size(34)
+        .y_label_area_size(40)
+        .build_cartesian_2d(x, 0.0..1.25)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("runtime (µs)")
+        .y_desc("model density")
+        .y_labels(3)
+        .disable_y_mesh()
+        .draw()
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(
+            layers
+                .bars
+                .iter()
+                .map(|&(a, b, h)| Rectangle::new([(a, 0.0), (b, h)], NORMAL.mix(0.45).filled())),
+        )
+        .map_err(|e| e.to_string())?;
+    if !layers.curve.is_empty() {
+        chart
+            .draw_series(LineSeries::new(
+                layers.curve.iter().copied(),
+                NORMAL.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(c) = layers.cut.filter(|c| c.is_finite()) {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                [(c, 0.0), (c, 1.2)],
+                BLACK.stroke_width(1),
+            )))
+            .map_err(|e| e.to_string())?;
+    }
+    chart
+        .draw_series(
+            layers
+                .normal
+                .iter()
+                .map(|&x| Circle::new((x, 1.08), 3, NORMAL.filled())),
+        )
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(
+            layers
+                .anomalies
+                .iter()
+                .map(|&x| TriangleMarker::new((x, 1.17), 5, ANOMALY.filled())),
+        )
+        .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Points `(x, y, is_anomaly)`: normal ones grey, anomalies red.

@@ -135,6 +135,7 @@ fn details(i: &Incident, unit: &str) -> String {
     html
 }
 
+/// Who a member is: its entity, with its event id when it has one.
 fn member_label(m: &Member) -> String {
     match &m.entity.event_id {
         Some(id) => format!("{} ({id})", m.entity.label()),
@@ -142,6 +143,7 @@ fn member_label(m: &Member) -> String {
     }
 }
 
+/// When a member happened: its step and duration, or its GVT window.
 fn member_when(m: &Member) -> String {
     match (m.window.t_from_us, m.window.t_to_us, m.window.gvt_from) {
         (Some(a), Some(b), _) => {
@@ -164,10 +166,51 @@ fn colour(r: Role) -> &'static str {
     }
 }
 
+/// Width of an occurrence's drawing (px).
+const DRAWING_WIDTH: f64 = 760.0;
+/// Height of one lane of the drawing (px).
+const LANE_HEIGHT: f64 = 22.0;
+/// Where the lanes start, leaving room for their labels (px).
+const LANE_LEFT: f64 = 90.0;
+
 /// The costliest occurrence drawn: lanes of ranks (PEs), members as bars
 /// over time (GVT for ROSS), links as lines from a member to what it is
 /// linked to.
 fn drawing(i: &Incident) -> String {
+    let top = costliest_occurrence(i);
+    let members: Vec<&Member> = i
+        .members
+        .iter()
+        .filter(|m| m.occurrence == top)
+        .take(DRAWN_MEMBERS)
+        .collect();
+    let lanes = lanes_of(&members);
+    let spans: Vec<(f64, f64)> = members.iter().filter_map(|m| span(m)).collect();
+    if lanes.is_empty() || spans.is_empty() {
+        return String::new();
+    }
+    let layout = Layout::new(&lanes, &spans);
+    let (w, h) = (DRAWING_WIDTH, LANE_HEIGHT * lanes.len() as f64 + 30.0);
+    let mut svg = format!(
+        "<svg class=\"incident-drawing\" data-occurrence=\"{top}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"occurrence {top} of incident {}\">",
+        i.id
+    );
+    let word = if i.source == Source::Ross {
+        "PE"
+    } else {
+        "rank"
+    };
+    draw_lanes(&mut svg, &layout, &lanes, word);
+    // Bars first, links over them.
+    let ends = draw_members(&mut svg, &layout, &members);
+    draw_links(&mut svg, &layout, &members, &ends);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The occurrence (1-based) whose members cost the most; the first of
+/// those when several cost the same.
+fn costliest_occurrence(i: &Incident) -> u64 {
     let cost_of = |k: u64| -> f64 {
         i.members
             .iter()
@@ -175,103 +218,134 @@ fn drawing(i: &Incident) -> String {
             .map(|m| m.cost_s)
             .sum()
     };
-    let top = (1..=i.occurrences.max(1))
+    (1..=i.occurrences.max(1))
         .max_by(|a, b| cost_of(*a).total_cmp(&cost_of(*b)).then(b.cmp(a)))
-        .unwrap_or(1);
-    let members: Vec<&Member> = i
-        .members
-        .iter()
-        .filter(|m| m.occurrence == top)
-        .take(DRAWN_MEMBERS)
-        .collect();
-    let span = |m: &Member| -> Option<(f64, f64)> {
-        match (m.window.t_from_us, m.window.t_to_us) {
-            (Some(a), Some(b)) => Some((a as f64, b as f64)),
-            _ => Some((m.window.gvt_from?, m.window.gvt_to?)),
-        }
-    };
-    let lanes: Vec<u64> = {
-        let mut l: Vec<u64> = members
-            .iter()
-            .filter_map(|m| m.entity.rank_or_pe())
-            .chain(members.iter().filter_map(|m| m.linked_rank))
-            .collect();
-        l.sort_unstable();
-        l.dedup();
-        l
-    };
-    let spans: Vec<(f64, f64)> = members.iter().filter_map(|m| span(m)).collect();
-    if lanes.is_empty() || spans.is_empty() {
-        return String::new();
+        .unwrap_or(1)
+}
+
+/// A member's time span as drawn: µs when it has them, else GVT (ROSS).
+fn span(m: &Member) -> Option<(f64, f64)> {
+    match (m.window.t_from_us, m.window.t_to_us) {
+        (Some(a), Some(b)) => Some((a as f64, b as f64)),
+        _ => Some((m.window.gvt_from?, m.window.gvt_to?)),
     }
-    let t0 = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
-    let t1 = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
-    let (w, lane_h, left) = (760.0, 22.0, 90.0);
-    let h = lane_h * lanes.len() as f64 + 30.0;
-    let x = |t: f64| left + (w - left - 10.0) * (t - t0) / (t1 - t0).max(1e-9);
-    let lane_of: BTreeMap<u64, usize> = lanes.iter().enumerate().map(|(k, r)| (*r, k)).collect();
-    let y = |r: u64| 10.0 + lane_h * lane_of.get(&r).copied().unwrap_or(0) as f64 + lane_h / 2.0;
-    let word = if i.source == Source::Ross {
-        "PE"
-    } else {
-        "rank"
-    };
-    let mut svg = format!(
-        "<svg class=\"incident-drawing\" data-occurrence=\"{top}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"occurrence {top} of incident {}\">",
-        i.id
-    );
-    for &r in &lanes {
+}
+
+/// The ranks (PEs) that get a lane, in order: those of the members and
+/// those they are linked to.
+fn lanes_of(members: &[&Member]) -> Vec<u64> {
+    let mut l: Vec<u64> = members
+        .iter()
+        .filter_map(|m| m.entity.rank_or_pe())
+        .chain(members.iter().filter_map(|m| m.linked_rank))
+        .collect();
+    l.sort_unstable();
+    l.dedup();
+    l
+}
+
+/// Where things go in an occurrence's drawing: time across, from the
+/// earliest start to the latest end of the members; one lane per rank
+/// (PE) down.
+struct Layout {
+    t0: f64,
+    t1: f64,
+    /// The lane of each rank (PE), top to bottom.
+    lane_of: BTreeMap<u64, usize>,
+}
+
+impl Layout {
+    /// The layout of `lanes` for members over `spans` (not empty).
+    fn new(lanes: &[u64], spans: &[(f64, f64)]) -> Self {
+        Layout {
+            t0: spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min),
+            t1: spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max),
+            lane_of: lanes.iter().enumerate().map(|(k, r)| (*r, k)).collect(),
+        }
+    }
+
+    /// The x of time `t`.
+    fn x(&self, t: f64) -> f64 {
+        LANE_LEFT
+            + (DRAWING_WIDTH - LANE_LEFT - 10.0) * (t - self.t0) / (self.t1 - self.t0).max(1e-9)
+    }
+
+    /// The y of the middle of rank (PE) `r`'s lane.
+    fn y(&self, r: u64) -> f64 {
+        10.0 + LANE_HEIGHT * self.lane_of.get(&r).copied().unwrap_or(0) as f64 + LANE_HEIGHT / 2.0
+    }
+}
+
+/// Each lane's label (`word` and the rank or PE) and its line.
+fn draw_lanes(svg: &mut String, layout: &Layout, lanes: &[u64], word: &str) {
+    for &r in lanes {
         let _ = write!(
             svg,
-            "<text x=\"4\" y=\"{}\" font-size=\"11\">{word} {r}</text><line x1=\"{left}\" x2=\"{}\" y1=\"{y0}\" y2=\"{y0}\" stroke=\"#ddd\"/>",
-            y(r) + 4.0,
-            w - 10.0,
-            y0 = y(r)
+            "<text x=\"4\" y=\"{}\" font-size=\"11\">{word} {r}</text><line x1=\"{LANE_LEFT}\" x2=\"{}\" y1=\"{y0}\" y2=\"{y0}\" stroke=\"#ddd\"/>",
+            layout.y(r) + 4.0,
+            DRAWING_WIDTH - 10.0,
+            y0 = layout.y(r)
         );
     }
-    // Bars first, links over them.
+}
+
+/// Each member as a bar on its lane over its span, coloured by role;
+/// returns where each drawn member with an event id ends, for the links.
+fn draw_members<'m>(
+    svg: &mut String,
+    layout: &Layout,
+    members: &[&'m Member],
+) -> BTreeMap<&'m str, (f64, f64)> {
     let mut ends: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-    for m in &members {
+    for m in members {
         let (Some(r), Some((a, b))) = (m.entity.rank_or_pe(), span(m)) else {
             continue;
         };
-        let (xa, xb) = (x(a), x(b).max(x(a) + 2.0));
+        let (xa, xb) = (layout.x(a), layout.x(b).max(layout.x(a) + 2.0));
         let _ = write!(
             svg,
             "<rect class=\"member {}\" x=\"{xa:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"10\" fill=\"{}\"><title>{}: {}</title></rect>",
             m.role.name(),
-            y(r) - 5.0,
+            layout.y(r) - 5.0,
             xb - xa,
             colour(m.role),
             m.role.name(),
             escape(&member_label(m))
         );
         if let Some(id) = m.entity.event_id.as_deref() {
-            ends.insert(id, (xb, y(r)));
+            ends.insert(id, (xb, layout.y(r)));
         }
     }
-    for m in &members {
+    ends
+}
+
+/// A line from each linked member to what it is linked to: that
+/// member's end (`ends`) when it is drawn, else its lane at the member's
+/// start.
+fn draw_links(
+    svg: &mut String,
+    layout: &Layout,
+    members: &[&Member],
+    ends: &BTreeMap<&str, (f64, f64)>,
+) {
+    for m in members {
         let (Some(r), Some((a, b)), Some(to)) = (m.entity.rank_or_pe(), span(m), m.linked_rank)
         else {
             continue;
         };
-        // The linked member's end when it is drawn; else its lane at the
-        // member's start.
         let (xt, yt) = m
             .linked_to
             .as_deref()
             .and_then(|id| ends.get(id).copied())
-            .unwrap_or((x(a), y(to)));
+            .unwrap_or((layout.x(a), layout.y(to)));
         let _ = write!(
             svg,
             "<line class=\"link {}\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{xt:.1}\" y2=\"{yt:.1}\" stroke=\"#555\" stroke-width=\"1\" marker-end=\"\"><title>{} → {}</title></line>",
             m.link.name(),
-            (x(a) + x(b)) / 2.0,
-            y(r),
+            (layout.x(a) + layout.x(b)) / 2.0,
+            layout.y(r),
             escape(&member_label(m)),
             escape(m.linked_to.as_deref().unwrap_or(""))
         );
     }
-    svg.push_str("</svg>");
-    svg
 }

@@ -19,12 +19,46 @@ type SignalSeries = (Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<(f64, f64)>);
 /// Anomalies drawn with their evidence (the highest scores).
 const CHARTED_ANOMALIES: usize = 40;
 
+/// The peers' median of each (series, kind, signal, interval), from the
+/// model table: the line an anomaly's own values are drawn against.
+type PeerMedians = BTreeMap<(String, String, String, u64), f64>;
+
 /// Builds the page of a ROSS analysis' provenance file.
 pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     let t = &p.tables;
-    let a = |k: &str| p.attrs.get(k).map_or("", String::as_str);
-    let complete = a("completed") != "0";
+    let complete = attr(p, "completed") != "0";
+    let overview = overview_section(p, file);
+    let ranking = ranking_section(p);
+    let anomalies = anomalies_section(p);
+    let run_wide = run_wide_section(p);
+    Page {
+        title: format!("chimbuko-mpi report (ROSS): {}", file.display()),
+        warning: (!complete).then(|| "This analysis is incomplete (completed = 0).".to_owned()),
+        sections: vec![
+            (
+                "incidents".into(),
+                "Incidents".into(),
+                super::incidents::incidents_section(&t.incidents, crate::incidents::Source::Ross),
+            ),
+            ("overview".into(), "Overview".into(), overview),
+            ("ranking".into(), "Ranking".into(), ranking),
+            ("over-time".into(), "Over time".into(), run_wide),
+            ("anomalies".into(), "Anomalies".into(), anomalies),
+        ],
+        data: json!({"kind": "ross"}),
+    }
+}
 
+/// The root attribute `k` of the file as text, or "" when it is missing.
+fn attr<'a>(p: &'a RossProvenance, k: &str) -> &'a str {
+    p.attrs.get(k).map_or("", String::as_str)
+}
+
+/// The overview section: counts of anomalies, slowdowns, PEs and AD ranks,
+/// then what ran (file, program, command line, times, detector, inputs).
+fn overview_section(p: &RossProvenance, file: &Path) -> String {
+    let t = &p.tables;
+    let a = |k: &str| attr(p, k);
     let mut overview = String::from("<h2>Overview</h2><div class=\"stats\">");
     overview += &stat("anomalies", "anomalies", t.anomalies.len());
     overview += &stat("run_wide", "run-wide slowdowns", t.run_wide.len());
@@ -48,7 +82,12 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
         overview += &format!("<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(&v));
     }
     overview += "</table>";
+    overview
+}
 
+/// The ranking section: a sortable table of the entities (PEs, LPs, or
+/// every PE at once) by the PE time of the incidents rooted at them.
+fn ranking_section(p: &RossProvenance) -> String {
     let mut ranking = String::from(
         "<h2>Ranking</h2><p class=\"note\">Entities by the PE time of the incidents rooted at them (click a header to sort).</p><table class=\"data sortable\" id=\"pe-table\"><thead><tr>",
     );
@@ -57,7 +96,7 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     ranking += &header("incidents", "incidents", true);
     ranking += &header("anomalies", "anomalies", true);
     ranking += "</tr></thead><tbody>";
-    for e in &t.entities {
+    for e in &p.tables.entities {
         let who = match (e.kind.as_str(), e.pe) {
             ("pe", _) => format!("PE {}", e.pe),
             ("every_pe", _) => "every PE".to_owned(),
@@ -72,23 +111,27 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
         ranking += "</tr>";
     }
     ranking += "</tbody></table>";
+    ranking
+}
 
-    // Each anomaly: its value over the intervals around it against the
-    // peers' median, the window shaded.
-    let mut medians: BTreeMap<(String, String, String, u64), f64> = BTreeMap::new();
-    for m in &t.model {
-        medians.insert(
-            (
-                m.series.as_str().into(),
-                m.kind.as_str().into(),
-                m.signal.as_str().into(),
-                m.interval,
-            ),
-            m.median,
-        );
-    }
+/// The anomalies section: every anomaly in a sortable table, highest
+/// score first, then the charts of the [`CHARTED_ANOMALIES`] highest.
+fn anomalies_section(p: &RossProvenance) -> String {
+    let t = &p.tables;
     let mut order: Vec<&RossAnomalyRow> = t.anomalies.iter().collect();
     order.sort_by(|x, y| y.score.total_cmp(&x.score).then(x.id.cmp(&y.id)));
+    let mut anomalies = anomaly_table(&order);
+    anomalies += "<div class=\"charts\">";
+    let medians = peer_medians(p);
+    for r in order.iter().take(CHARTED_ANOMALIES) {
+        anomalies += &anomaly_chart(p, r, &medians);
+    }
+    anomalies += "</div>";
+    anomalies
+}
+
+/// The heading and table of the anomalies section, rows in `order`.
+fn anomaly_table(order: &[&RossAnomalyRow]) -> String {
     let mut anomalies = String::from(
         "<h2>Anomalies</h2><table class=\"data sortable\" id=\"ross-anomaly-table\"><thead><tr>",
     );
@@ -103,7 +146,7 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
         anomalies += &header(k, l, n);
     }
     anomalies += "</tr></thead><tbody>";
-    for r in &order {
+    for r in order {
         let entity = format!("pe {} kp {} lp {}", r.pe, r.kp, r.lp);
         anomalies += "<tr>";
         anomalies += &cell("kind", r.kind.as_str(), r.kind.as_str());
@@ -115,56 +158,79 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
         anomalies += &cell("score", r.score, &human(r.score));
         anomalies += "</tr>";
     }
-    anomalies += "</tbody></table><div class=\"charts\">";
-    for r in order.iter().take(CHARTED_ANOMALIES) {
-        let ev =
-            crate::provenance::read::slice(&t.evidence, r.evidence_start, r.evidence_len as u32);
-        let key = |i: u64| {
+    anomalies += "</tbody></table>";
+    anomalies
+}
+
+/// The peers' medians of the file's model table, looked up by chart.
+fn peer_medians(p: &RossProvenance) -> PeerMedians {
+    let mut medians = PeerMedians::new();
+    for m in &p.tables.model {
+        medians.insert(
             (
-                r.series.as_str().to_owned(),
-                r.kind.as_str().to_owned(),
-                r.signal.as_str().to_owned(),
-                i,
-            )
-        };
-        let values: Vec<(f64, f64)> = ev.iter().map(|e| (e.interval as f64, e.value)).collect();
-        let peers: Vec<(f64, f64)> = ev
-            .iter()
-            .filter_map(|e| {
-                medians
-                    .get(&key(e.interval))
-                    .map(|&m| (e.interval as f64, m))
-            })
-            .collect();
-        anomalies += &charts::lines(
-            &format!(
-                "{} {} (pe {}, kp {}, lp {}), score {}",
-                r.signal.as_str(),
-                r.kind.as_str(),
-                r.pe,
-                r.kp,
-                r.lp,
-                human(r.score)
+                m.series.as_str().into(),
+                m.kind.as_str().into(),
+                m.signal.as_str().into(),
+                m.interval,
             ),
-            "interval",
-            r.signal.as_str(),
-            &[
-                Series {
-                    name: "this entity".into(),
-                    points: values,
-                },
-                Series {
-                    name: "peers' median".into(),
-                    points: peers,
-                },
-            ],
-            &[(r.first_interval as f64, r.last_interval as f64)],
+            m.median,
         );
     }
-    anomalies += "</div>";
+    medians
+}
 
-    // Run-wide slowdowns: each signal over the whole run, anomalous
-    // intervals shaded.
+/// One anomaly's chart: its value over the intervals around it (its
+/// evidence) against the peers' median, the anomalous window shaded.
+fn anomaly_chart(p: &RossProvenance, r: &RossAnomalyRow, medians: &PeerMedians) -> String {
+    let ev =
+        crate::provenance::read::slice(&p.tables.evidence, r.evidence_start, r.evidence_len as u32);
+    let key = |i: u64| {
+        (
+            r.series.as_str().to_owned(),
+            r.kind.as_str().to_owned(),
+            r.signal.as_str().to_owned(),
+            i,
+        )
+    };
+    let values: Vec<(f64, f64)> = ev.iter().map(|e| (e.interval as f64, e.value)).collect();
+    let peers: Vec<(f64, f64)> = ev
+        .iter()
+        .filter_map(|e| {
+            medians
+                .get(&key(e.interval))
+                .map(|&m| (e.interval as f64, m))
+        })
+        .collect();
+    charts::lines(
+        &format!(
+            "{} {} (pe {}, kp {}, lp {}), score {}",
+            r.signal.as_str(),
+            r.kind.as_str(),
+            r.pe,
+            r.kp,
+            r.lp,
+            human(r.score)
+        ),
+        "interval",
+        r.signal.as_str(),
+        &[
+            Series {
+                name: "this entity".into(),
+                points: values,
+            },
+            Series {
+                name: "peers' median".into(),
+                points: peers,
+            },
+        ],
+        &[(r.first_interval as f64, r.last_interval as f64)],
+    )
+}
+
+/// The "Over time" section: each run-wide signal over the whole run, its
+/// value against its usual level, anomalous intervals shaded.
+fn run_wide_section(p: &RossProvenance) -> String {
+    let t = &p.tables;
     let mut run_wide = String::from("<h2>Over time</h2><p class=\"note\">The run as a whole, per signal: its value and its usual level; slowdowns shaded.</p>");
     let mut signals: BTreeMap<String, SignalSeries> = BTreeMap::new();
     for m in &t.run_model {
@@ -197,21 +263,5 @@ pub fn ross_page(p: &RossProvenance, file: &Path) -> Page {
     if t.run_model.is_empty() {
         run_wide += "<p>No run-wide series in this file.</p>";
     }
-
-    Page {
-        title: format!("chimbuko-mpi report (ROSS): {}", file.display()),
-        warning: (!complete).then(|| "This analysis is incomplete (completed = 0).".to_owned()),
-        sections: vec![
-            (
-                "incidents".into(),
-                "Incidents".into(),
-                super::incidents::incidents_section(&t.incidents, crate::incidents::Source::Ross),
-            ),
-            ("overview".into(), "Overview".into(), overview),
-            ("ranking".into(), "Ranking".into(), ranking),
-            ("over-time".into(), "Over time".into(), run_wide),
-            ("anomalies".into(), "Anomalies".into(), anomalies),
-        ],
-        data: json!({"kind": "ross"}),
-    }
+    run_wide
 }

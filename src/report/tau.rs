@@ -508,14 +508,42 @@ fn functions(
     runtime: impl Fn(&ExecRecord) -> u64,
     t0: u64,
 ) -> (String, Value) {
+    let per_func = anomalies_per_function(anomalies);
+    let html = function_table(p, &per_func, use_inclusive);
+    let chosen = charted_functions(p, &per_func, use_inclusive);
+    let charts = function_charts(p, anomalies, chosen, &runtime, t0);
+    (html, charts)
+}
+
+/// Per function index: (number of anomalies, worst score) over `anomalies`.
+fn anomalies_per_function(anomalies: &[&ExecRecord]) -> HashMap<u32, (u64, f64)> {
     let mut per_func: HashMap<u32, (u64, f64)> = HashMap::new();
     for r in anomalies {
         let e = per_func.entry(r.fid).or_insert((0, f64::NEG_INFINITY));
         e.0 += 1;
         e.1 = e.1.max(r.final_score);
     }
-    let stats: HashMap<u32, &crate::provenance::records::FuncStatsRow> =
-        p.func_stats.iter().map(|s| (s.fid, s)).collect();
+    per_func
+}
+
+/// A function's (calls, mean, standard deviation) of the runtime the
+/// report shows: inclusive or exclusive.
+fn runtime_stats(s: &crate::provenance::records::FuncStatsRow, use_inclusive: bool) -> (u64, f64, f64) {
+    if use_inclusive {
+        (s.inclusive_count, s.inclusive_mean, s.inclusive_stddev)
+    } else {
+        (s.exclusive_count, s.exclusive_mean, s.exclusive_stddev)
+    }
+}
+
+/// The heading, filter and sortable table of every function (calls,
+/// runtime statistics, anomalies), with the empty box its charts go in.
+fn function_table(
+    p: &Provenance,
+    per_func: &HashMap<u32, (u64, f64)>,
+    use_inclusive: bool,
+) -> String {
+    let stats: HashMap<u32, &_> = p.func_stats.iter().map(|s| (s.fid, s)).collect();
     let mut html = String::from(
         "<h2>Functions</h2><p><input id=\"function-filter\" type=\"search\" placeholder=\"filter by name\"> <span class=\"note\">Click a header to sort, a row for its charts.</span></p>",
     );
@@ -527,17 +555,10 @@ fn functions(
     html += &header("anomalies", "anomalies", true);
     html += &header("worst_score", "worst score", true);
     html += "</tr></thead><tbody>";
-    let runtime_stats = |s: &crate::provenance::records::FuncStatsRow| {
-        if use_inclusive {
-            (s.inclusive_count, s.inclusive_mean, s.inclusive_stddev)
-        } else {
-            (s.exclusive_count, s.exclusive_mean, s.exclusive_stddev)
-        }
-    };
     for f in &p.functions {
         let (calls, mean, sd) = stats
             .get(&f.fid)
-            .map_or((0, f64::NAN, f64::NAN), |s| runtime_stats(s));
+            .map_or((0, f64::NAN, f64::NAN), |s| runtime_stats(s, use_inclusive));
         let (n, worst) = per_func.get(&f.fid).copied().unwrap_or((0, f64::NAN));
         html += &format!("<tr data-fid=\"{}\">", f.fid);
         html += &cell("name", f.name.as_str(), f.name.as_str());
@@ -549,8 +570,16 @@ fn functions(
         html += "</tr>";
     }
     html += "</tbody></table><div id=\"function-detail\" hidden><h3 data-role=\"function-name\"></h3><div class=\"charts\"></div></div>";
+    html
+}
 
-    // Charts: the functions with anomalies (most first), then the most called.
+/// The functions that get charts, at most [`CHARTED_FUNCTIONS`]: those
+/// with anomalies (most first), then the most called.
+fn charted_functions(
+    p: &Provenance,
+    per_func: &HashMap<u32, (u64, f64)>,
+    use_inclusive: bool,
+) -> Vec<u32> {
     let mut chosen: Vec<u32> = {
         let mut v: Vec<(u32, u64)> = per_func.iter().map(|(&f, &(n, _))| (f, n)).collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -559,7 +588,7 @@ fn functions(
     let mut by_calls: Vec<(u32, u64)> = p
         .func_stats
         .iter()
-        .map(|s| (s.fid, runtime_stats(s).0))
+        .map(|s| (s.fid, runtime_stats(s, use_inclusive).0))
         .collect();
     by_calls.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     for (f, _) in by_calls {
@@ -568,6 +597,19 @@ fn functions(
         }
     }
     chosen.truncate(CHARTED_FUNCTIONS);
+    chosen
+}
+
+/// The two charts of each function in `chosen`, by function index: its
+/// runtimes against its model, and its runtimes over the run (entry time
+/// in seconds since `t0`), normal and anomalous executions apart.
+fn function_charts(
+    p: &Provenance,
+    anomalies: &[&ExecRecord],
+    chosen: Vec<u32>,
+    runtime: &dyn Fn(&ExecRecord) -> u64,
+    t0: u64,
+) -> Value {
     let mut normals: HashMap<u32, Vec<&ExecRecord>> = HashMap::new();
     for (_, r) in p.kept(1) {
         normals.entry(r.fid).or_default().push(r);
@@ -581,57 +623,77 @@ fn functions(
         .attrs
         .get("algorithm")
         .is_some_and(|a| a.eq_ignore_ascii_case("sstd"));
+    // The SSTD detector's threshold, drawn on its model.
+    let cut_sigma = sigma.filter(|_| sstd);
     let mut out = serde_json::Map::new();
     for fid in chosen {
         let name = p.function_name(fid);
         let normal = normals.get(&fid).map_or(&[][..], |v| v);
         let bad = anomalous.get(&fid).map_or(&[][..], |v| v);
-        let shape = p.ad_model.iter().find(|m| m.fid == fid).map(|m| {
-            if m.hist_len > 0 {
-                ModelShape::Bins {
-                    first: m.hist_first_edge,
-                    width: m.hist_bin_width,
-                    counts: slice(&p.ad_model_hist, m.hist_start, m.hist_len).to_vec(),
-                }
-            } else {
-                ModelShape::Moments {
-                    mean: m.mean,
-                    stddev: m.stddev,
-                    cut: sigma.filter(|_| sstd).map(|s| m.mean + s * m.stddev),
-                }
-            }
-        });
         let rt = |v: &[&ExecRecord]| v.iter().map(|r| runtime(r) as f64).collect::<Vec<_>>();
-        let dist = match &shape {
+        let dist = match model_shape(p, fid, cut_sigma) {
             Some(s) => charts::distribution(
                 &format!("Runtimes and the model: {}", short(&name)),
-                s,
+                &s,
                 &rt(normal),
                 &rt(bad),
             ),
             None => charts::placeholder(&name, "no model in the file"),
         };
-        let points: Vec<(f64, f64, bool)> = normal
-            .iter()
-            .map(|r| (r, false))
-            .chain(bad.iter().map(|r| (r, true)))
-            .map(|(r, a)| {
-                (
-                    r.entry.saturating_sub(t0) as f64 / 1e6,
-                    runtime(r) as f64,
-                    a,
-                )
-            })
-            .collect();
-        let scatter = charts::scatter(
-            &format!("Entry time against runtime: {}", short(&name)),
-            "entry (s since the run's first event)",
-            "runtime (µs)",
-            &points,
-        );
+        let scatter = entry_runtime_chart(&name, normal, bad, runtime, t0);
         out.insert(fid.to_string(), json!([dist, scatter]));
     }
-    (html, Value::Object(out))
+    Value::Object(out)
+}
+
+/// Function `fid`'s model in the file, as the distribution chart draws
+/// it: its histogram, or its mean and deviation (with the threshold at
+/// `cut_sigma` deviations, when given). `None` when it has no model.
+fn model_shape(p: &Provenance, fid: u32, cut_sigma: Option<f64>) -> Option<ModelShape> {
+    p.ad_model.iter().find(|m| m.fid == fid).map(|m| {
+        if m.hist_len > 0 {
+            ModelShape::Bins {
+                first: m.hist_first_edge,
+                width: m.hist_bin_width,
+                counts: slice(&p.ad_model_hist, m.hist_start, m.hist_len).to_vec(),
+            }
+        } else {
+            ModelShape::Moments {
+                mean: m.mean,
+                stddev: m.stddev,
+                cut: cut_sigma.map(|s| m.mean + s * m.stddev),
+            }
+        }
+    })
+}
+
+/// The scatter chart of a function's executions: entry time (seconds
+/// since `t0`) against runtime, the anomalous ones marked.
+fn entry_runtime_chart(
+    name: &str,
+    normal: &[&ExecRecord],
+    bad: &[&ExecRecord],
+    runtime: &dyn Fn(&ExecRecord) -> u64,
+    t0: u64,
+) -> String {
+    let points: Vec<(f64, f64, bool)> = normal
+        .iter()
+        .map(|r| (r, false))
+        .chain(bad.iter().map(|r| (r, true)))
+        .map(|(r, a)| {
+            (
+                r.entry.saturating_sub(t0) as f64 / 1e6,
+                runtime(r) as f64,
+                a,
+            )
+        })
+        .collect();
+    charts::scatter(
+        &format!("Entry time against runtime: {}", short(name)),
+        "entry (s since the run's first event)",
+        "runtime (µs)",
+        &points,
+    )
 }
 
 /// A float for a sort key: NaN sorts as the lowest value.
@@ -716,11 +778,7 @@ fn anomaly_data(p: &Provenance, ranks: &RankIndex, anomalies: &[&ExecRecord]) ->
 
 /// What the page keeps of one anomaly beyond its row: frames, window,
 /// messages, counters, GPU context, and the model's prediction.
-fn detail(
-    p: &Provenance,
-    r: &ExecRecord,
-    stack: &[crate::provenance::records::CallStackRow],
-) -> Value {
+fn detail(p: &Provenance, r: &ExecRecord, stack: &[crate::provenance::records::CallStackRow]) -> Value {
     let d = &p.collections[0];
     let frames: Vec<Value> = stack
         .iter()

@@ -155,174 +155,244 @@ pub fn follow(
     share: &dyn WorkShare,
     live: &mut dyn FnMut(&LiveAnomaly),
 ) -> anyhow::Result<(Findings, FollowEnd)> {
-    let mut files: Option<RunFiles> = None;
-    let mut followed: Vec<Followed> = Vec::new();
-    let mut sizes: Vec<(PathBuf, u64)> = Vec::new();
-    let mut last_growth = Instant::now();
-    // (entity, or none for the whole run; signal; first interval).
-    let mut reported: BTreeSet<(Option<Entity>, Signal, usize)> = BTreeSet::new();
-    // (cause, root, occurrences) of the incidents reported.
-    let mut reported_incidents: BTreeSet<(&'static str, String, u64)> = BTreeSet::new();
+    let mut state = FollowState::new();
     let end = loop {
-        // Files that appeared since the last poll (ROSS creates each at its
-        // first flush).
-        if let Ok(stats) = RunFiles::find_files(opts) {
-            // ROSS's stdout is read once, the directory at every poll.
-            let run = match files.as_mut() {
-                Some(run) => {
-                    run.files = stats;
-                    run
-                }
-                None => files.insert(RunFiles::with_files(stats, opts)?),
-            };
-            for kind in [FileKind::Gvt, FileKind::Rt] {
-                if followed.iter().any(|f| f.kind == kind) {
-                    continue;
-                }
-                if let Some(p) = run.files.path(kind) {
-                    if let Ok(r) = RecordReader::open(&p, kind) {
-                        followed.push(Followed {
-                            kind,
-                            reader: r.following(),
-                            series: EngineSeries::default(),
-                            seen: u64::MAX,
-                        });
-                    }
-                }
-            }
-        }
-        let mut grew = false;
-        let mut new_gvt = false;
-        if let Some(run) = &files {
-            for f in followed.iter_mut() {
-                let size = std::fs::metadata(f.reader.path()).map_or(0, |m| m.len());
-                if size == f.seen && size > f.reader.offset() {
-                    // Bytes read ahead at the last poll may have been an
-                    // unwritten region then.
-                    let _ = f.reader.refresh();
-                    f.reader.set_limit(size);
-                    let n = add_records(&mut f.reader, &mut f.series, run.rescale.as_ref())
-                        .unwrap_or(0);
-                    new_gvt |= n > 0 && f.kind == FileKind::Gvt;
-                }
-                f.seen = size;
-            }
-            // Growth of any of the run's files, the trace included.
-            for kind in run.files.kinds.clone() {
-                let Some(p) = run.files.path(kind) else {
-                    continue;
-                };
-                let size = std::fs::metadata(&p).map_or(0, |m| m.len());
-                match sizes.iter_mut().find(|(q, _)| *q == p) {
-                    Some((_, s)) if *s == size => {}
-                    Some((_, s)) => {
-                        *s = size;
-                        grew = true;
-                    }
-                    None => {
-                        sizes.push((p, size));
-                        grew = true;
-                    }
-                }
-            }
-        }
+        state.open_new_files(opts)?;
+        let new_gvt = state.read_landed_records();
+        let grew = state.note_growth();
         if grew {
-            last_growth = Instant::now();
+            state.last_growth = Instant::now();
         }
         if new_gvt && share.rank() == 0 {
-            if let (Some(f), Some(run)) = (
-                followed.iter().find(|f| f.kind == FileKind::Gvt),
-                files.as_ref(),
-            ) {
-                let series = RunSeries::from_engine(&f.series);
-                let landed_at = run.files.path(FileKind::Gvt).map_or(0.0, |p| mtime(&p));
-                let found = peers::find(&series, &opts.rule, true);
-                for a in &found {
-                    if reported.insert((Some(a.entity), a.signal, a.first)) {
-                        live(&LiveAnomaly {
-                            finding: LiveFinding::Peer(a.clone()),
-                            found_at: unix_now(),
-                            landed_at,
-                        });
-                    }
-                }
-                // An interval's run-wide label depends on the intervals
-                // before it only, so a window found now stays found.
-                let wide = run_wide::find(&series, &opts.detector, &found, &[])?;
-                for w in wide.windows {
-                    if reported.insert((None, w.signal, w.first)) {
-                        live(&LiveAnomaly {
-                            finding: LiveFinding::RunWide(w),
-                            found_at: unix_now(),
-                            landed_at,
-                        });
-                    }
-                }
-                // Incidents (the event trace's hotspots come at the end).
-                let list = super::incidents::find(&f.series, &[], opts.incident_floor);
-                for i in list.incidents {
-                    let key = (i.cause.name(), i.root.label(), i.occurrences);
-                    if reported_incidents.insert(key) {
-                        live(&LiveAnomaly {
-                            finding: LiveFinding::Incident(Box::new(i)),
-                            found_at: unix_now(),
-                            landed_at,
-                        });
-                    }
-                }
-            }
+            state.report_live(opts, live)?;
         }
         // Rank 0 decides; a signal on any rank stops every rank.
-        let mine = if signals::received().is_some() {
-            FollowEnd::Signal.code()
-        } else if share.rank() != 0 {
-            0
-        } else if final_samples_landed(&followed) && !grew {
-            FollowEnd::FinalSample.code()
-        } else if last_growth.elapsed() >= fo.idle_timeout {
-            FollowEnd::Idle.code()
-        } else {
-            0
-        };
+        let mine = state.proposed_end(share.rank(), grew, fo);
         let decided = share.max(&[mine])[0];
         if decided != 0 {
             break FollowEnd::of(decided);
         }
         std::thread::sleep(fo.poll);
     };
-    let run = match files {
-        Some(r) => r,
-        None => RunFiles::find(opts)?,
-    };
-    // The files are final: read each to its end as a finished file.
-    let mut warnings = Vec::new();
-    let mut gvt = EngineSeries::default();
-    let mut rt = None;
-    for kind in [FileKind::Gvt, FileKind::Rt] {
-        let Some(path) = run.files.path(kind) else {
-            continue;
-        };
-        let mut f = match followed.iter_mut().position(|f| f.kind == kind) {
-            Some(i) => followed.swap_remove(i),
-            None => Followed {
-                kind,
-                reader: RecordReader::open(&path, kind)?,
-                series: EngineSeries::default(),
-                seen: 0,
-            },
-        };
-        let _ = f.reader.refresh();
-        f.reader.stop_following();
-        if let Err(e) = add_records(&mut f.reader, &mut f.series, run.rescale.as_ref()) {
-            warnings.push(e.to_string());
-        }
-        match kind {
-            FileKind::Gvt => gvt = f.series,
-            _ => rt = Some(f.series),
+    let findings = state.conclude(opts, share)?;
+    Ok((findings, end))
+}
+
+/// What following keeps from one poll to the next.
+struct FollowState {
+    /// The run's files, once any has appeared.
+    files: Option<RunFiles>,
+    /// The engine files read as they grow.
+    followed: Vec<Followed>,
+    /// The size seen at the last poll of each of the run's files.
+    sizes: Vec<(PathBuf, u64)>,
+    /// When a file of the run last grew.
+    last_growth: Instant,
+    /// The windows reported: (entity, or none for the whole run; signal;
+    /// first interval).
+    reported: BTreeSet<(Option<Entity>, Signal, usize)>,
+    /// (cause, root, occurrences) of the incidents reported.
+    reported_incidents: BTreeSet<(&'static str, String, u64)>,
+}
+
+impl FollowState {
+    /// Nothing found or read yet; the idle clock starts now.
+    fn new() -> Self {
+        FollowState {
+            files: None,
+            followed: Vec::new(),
+            sizes: Vec::new(),
+            last_growth: Instant::now(),
+            reported: BTreeSet::new(),
+            reported_incidents: BTreeSet::new(),
         }
     }
-    let findings = conclude_with_trace(run, opts, gvt, rt, warnings, share)?;
-    Ok((findings, end))
+
+    /// Picks up the files that appeared since the last poll (ROSS creates
+    /// each at its first flush) and starts following the engine files
+    /// among them.
+    fn open_new_files(&mut self, opts: &RossOptions) -> anyhow::Result<()> {
+        let Ok(stats) = RunFiles::find_files(opts) else {
+            return Ok(());
+        };
+        // ROSS's stdout is read once, the directory at every poll.
+        let run = match self.files.as_mut() {
+            Some(run) => {
+                run.files = stats;
+                run
+            }
+            None => self.files.insert(RunFiles::with_files(stats, opts)?),
+        };
+        for kind in [FileKind::Gvt, FileKind::Rt] {
+            if self.followed.iter().any(|f| f.kind == kind) {
+                continue;
+            }
+            if let Some(p) = run.files.path(kind) {
+                if let Ok(r) = RecordReader::open(&p, kind) {
+                    self.followed.push(Followed {
+                        kind,
+                        reader: r.following(),
+                        series: EngineSeries::default(),
+                        seen: u64::MAX,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the records that landed in the followed files: only up to a
+    /// size seen at two polls in a row (see the module doc). Returns
+    /// whether new GVT samples came in.
+    fn read_landed_records(&mut self) -> bool {
+        let Some(run) = &self.files else {
+            return false;
+        };
+        let mut new_gvt = false;
+        for f in self.followed.iter_mut() {
+            let size = std::fs::metadata(f.reader.path()).map_or(0, |m| m.len());
+            if size == f.seen && size > f.reader.offset() {
+                // Bytes read ahead at the last poll may have been an
+                // unwritten region then.
+                let _ = f.reader.refresh();
+                f.reader.set_limit(size);
+                let n =
+                    add_records(&mut f.reader, &mut f.series, run.rescale.as_ref()).unwrap_or(0);
+                new_gvt |= n > 0 && f.kind == FileKind::Gvt;
+            }
+            f.seen = size;
+        }
+        new_gvt
+    }
+
+    /// Whether any of the run's files, the trace included, grew (or
+    /// appeared) since the last poll; remembers the sizes for the next.
+    fn note_growth(&mut self) -> bool {
+        let Some(run) = &self.files else {
+            return false;
+        };
+        let mut grew = false;
+        for kind in run.files.kinds.clone() {
+            let Some(p) = run.files.path(kind) else {
+                continue;
+            };
+            let size = std::fs::metadata(&p).map_or(0, |m| m.len());
+            match self.sizes.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, s)) if *s == size => {}
+                Some((_, s)) => {
+                    *s = size;
+                    grew = true;
+                }
+                None => {
+                    self.sizes.push((p, size));
+                    grew = true;
+                }
+            }
+        }
+        grew
+    }
+
+    /// On rank 0, after new GVT samples: compares the series so far and
+    /// calls `live` for each peer anomaly, run-wide slowdown and incident
+    /// (or new occurrence of one) not reported before.
+    fn report_live(
+        &mut self,
+        opts: &RossOptions,
+        live: &mut dyn FnMut(&LiveAnomaly),
+    ) -> anyhow::Result<()> {
+        let (Some(f), Some(run)) = (
+            self.followed.iter().find(|f| f.kind == FileKind::Gvt),
+            self.files.as_ref(),
+        ) else {
+            return Ok(());
+        };
+        let series = RunSeries::from_engine(&f.series);
+        let landed_at = run.files.path(FileKind::Gvt).map_or(0.0, |p| mtime(&p));
+        let mut report = |finding: LiveFinding| {
+            live(&LiveAnomaly {
+                finding,
+                found_at: unix_now(),
+                landed_at,
+            });
+        };
+        let found = peers::find(&series, &opts.rule, true);
+        for a in &found {
+            if self.reported.insert((Some(a.entity), a.signal, a.first)) {
+                report(LiveFinding::Peer(a.clone()));
+            }
+        }
+        // An interval's run-wide label depends on the intervals before it
+        // only, so a window found now stays found.
+        let wide = run_wide::find(&series, &opts.detector, &found, &[])?;
+        for w in wide.windows {
+            if self.reported.insert((None, w.signal, w.first)) {
+                report(LiveFinding::RunWide(w));
+            }
+        }
+        // Incidents (the event trace's hotspots come at the end).
+        let list = super::incidents::find(&f.series, &[], opts.incident_floor);
+        for i in list.incidents {
+            let key = (i.cause.name(), i.root.label(), i.occurrences);
+            if self.reported_incidents.insert(key) {
+                report(LiveFinding::Incident(Box::new(i)));
+            }
+        }
+        Ok(())
+    }
+
+    /// This rank's vote on ending (a [`FollowEnd::code`], 0 to go on): a
+    /// signal on any rank stops; otherwise only rank 0 decides, on the
+    /// final samples having landed with no file growing, or on idleness.
+    fn proposed_end(&self, rank: usize, grew: bool, fo: &FollowOptions) -> u64 {
+        if signals::received().is_some() {
+            FollowEnd::Signal.code()
+        } else if rank != 0 {
+            0
+        } else if final_samples_landed(&self.followed) && !grew {
+            FollowEnd::FinalSample.code()
+        } else if self.last_growth.elapsed() >= fo.idle_timeout {
+            FollowEnd::Idle.code()
+        } else {
+            0
+        }
+    }
+
+    /// Once following ended: reads each engine file to its end as a
+    /// finished file and concludes exactly as a post-hoc analysis would.
+    fn conclude(mut self, opts: &RossOptions, share: &dyn WorkShare) -> anyhow::Result<Findings> {
+        let run = match self.files {
+            Some(r) => r,
+            None => RunFiles::find(opts)?,
+        };
+        // The files are final: read each to its end as a finished file.
+        let mut warnings = Vec::new();
+        let mut gvt = EngineSeries::default();
+        let mut rt = None;
+        for kind in [FileKind::Gvt, FileKind::Rt] {
+            let Some(path) = run.files.path(kind) else {
+                continue;
+            };
+            let mut f = match self.followed.iter_mut().position(|f| f.kind == kind) {
+                Some(i) => self.followed.swap_remove(i),
+                None => Followed {
+                    kind,
+                    reader: RecordReader::open(&path, kind)?,
+                    series: EngineSeries::default(),
+                    seen: 0,
+                },
+            };
+            let _ = f.reader.refresh();
+            f.reader.stop_following();
+            if let Err(e) = add_records(&mut f.reader, &mut f.series, run.rescale.as_ref()) {
+                warnings.push(e.to_string());
+            }
+            match kind {
+                FileKind::Gvt => gvt = f.series,
+                _ => rt = Some(f.series),
+            }
+        }
+        conclude_with_trace(run, opts, gvt, rt, warnings, share)
+    }
 }
 
 /// Whether every PE of the RT file has written its final sample.

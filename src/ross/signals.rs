@@ -245,102 +245,17 @@ impl RunSeries {
     /// compare phases, not speeds. [`RunSeries::rt_step_floor`] gives it.
     pub fn from_rt(series: &EngineSeries, min_step: f64) -> Self {
         let mut out = RunSeries::default();
-        let mut gaps = Vec::new();
-        let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
-        for s in series.pes.values() {
-            for w in s.pe.windows(2) {
-                gaps.push(w[1].header.real_time - w[0].header.real_time);
-            }
-            if let (Some(a), Some(b)) = (s.pe.first(), s.pe.last()) {
-                t0 = t0.min(a.header.real_time);
-                t1 = t1.max(b.header.real_time);
-            }
-        }
-        gaps.retain(|g| *g > 0.0 && g.is_finite());
-        gaps.sort_by(f64::total_cmp);
-        let Some(&gap) = gaps.get(gaps.len() / 2) else {
+        let Some(grid) = RtGrid::of(series, min_step) else {
             return out;
         };
-        // Whole multiples of the sampling period, so that every step holds
-        // the same number of samples.
-        let dt = gap * (min_step / gap).ceil().max(1.0);
-        // The first sample of each PE opens the grid (it covers the time
-        // before it, of unknown length, and is its own step).
-        let steps = (((t1 - t0) / dt).ceil() as usize + 1).min(1 << 20);
-        let start = t0 - dt;
-        let bounds = |k: usize| (start + k as f64 * dt, start + (k + 1) as f64 * dt);
-        let step_of = |t: f64| (((t - start) / dt).floor().max(0.0) as usize).min(steps - 1);
-        // Highest GVT reported by the end of each step.
-        let mut gvt = vec![0.0f64; steps];
-        for s in series.pes.values() {
-            for p in &s.pe {
-                let k = step_of(p.header.real_time);
-                gvt[k] = gvt[k].max(p.header.ts);
-            }
-        }
-        for k in 1..steps {
-            gvt[k] = gvt[k].max(gvt[k - 1]);
-        }
-        let intervals: Vec<Interval> = (0..steps)
-            .map(|k| Interval {
-                gvt_from: if k == 0 { 0.0 } else { gvt[k - 1] },
-                gvt_to: gvt[k],
-                real_from: bounds(k).0,
-                real_to: bounds(k).1,
-            })
-            .collect();
+        let intervals = grid.intervals(series);
         for (&pe, s) in &series.pes {
-            let mut acc: Vec<[f64; 12]> = vec![[0.0; 12]; steps];
-            let mut qsize: Vec<Option<f64>> = vec![None; steps];
-            let mut prev_t: Option<f64> = None;
-            for p in &s.pe {
-                let t = p.header.real_time;
-                let from = prev_t.unwrap_or(t - dt).min(t);
-                prev_t = Some(t);
-                let (k0, k1) = (step_of(from), step_of(t));
-                for (k, row) in acc.iter_mut().enumerate().take(k1 + 1).skip(k0) {
-                    let (a, b) = bounds(k);
-                    let share = if t > from {
-                        ((b.min(t) - a.max(from)) / (t - from)).clamp(0.0, 1.0)
-                    } else {
-                        f64::from(u8::from(k == k1))
-                    };
-                    for (i, sig) in Signal::PE.iter().enumerate() {
-                        if is_delta(*sig) {
-                            row[i] += share * pe_value(p, *sig, &Interval::default());
-                        }
-                    }
-                }
-                qsize[k1] = Some(f64::from(p.pq_qsize));
-            }
-            // A step without a sample of this PE (blocked in GVT) keeps the
-            // queue size last seen.
-            let qi = Signal::PE.iter().position(|s| *s == Signal::QueueSize);
-            let mut last = 0.0;
-            for (row, q) in acc.iter_mut().zip(&qsize) {
-                last = q.unwrap_or(last);
-                if let Some(i) = qi {
-                    row[i] = last;
-                }
-            }
+            let rows = grid.pe_rows(&s.pe);
             for (i, sig) in Signal::PE.iter().enumerate() {
-                let v: Vec<f64> = acc
+                let v: Vec<f64> = rows
                     .iter()
                     .zip(&intervals)
-                    .map(|(row, iv)| match sig {
-                        Signal::Efficiency => {
-                            let (done, rb) = (row[4], row[5]);
-                            let net = done - rb;
-                            if net > 0.0 {
-                                100.0 * (1.0 - rb / net)
-                            } else {
-                                0.0
-                            }
-                        }
-                        Signal::GvtRate => (iv.gvt_to - iv.gvt_from) / dt,
-                        Signal::SampleGap => dt,
-                        _ => row[i],
-                    })
+                    .map(|(row, iv)| rt_value(row, i, *sig, iv, grid.dt))
                     .collect();
                 out.values.insert((Entity::Pe(pe), *sig), v);
             }
@@ -368,6 +283,145 @@ impl RunSeries {
         self.intervals
             .get(&entity.pe())
             .map_or(&[][..], Vec::as_slice)
+    }
+}
+
+/// The real-time grid of [`RunSeries::from_rt`]: `steps` steps of `dt`
+/// seconds from `start`.
+struct RtGrid {
+    start: f64,
+    dt: f64,
+    steps: usize,
+}
+
+impl RtGrid {
+    /// The grid of an RT file's samples (see [`RunSeries::from_rt`]);
+    /// `None` when no PE has two samples apart in time.
+    fn of(series: &EngineSeries, min_step: f64) -> Option<Self> {
+        let mut gaps = Vec::new();
+        let (mut t0, mut t1) = (f64::INFINITY, f64::NEG_INFINITY);
+        for s in series.pes.values() {
+            for w in s.pe.windows(2) {
+                gaps.push(w[1].header.real_time - w[0].header.real_time);
+            }
+            if let (Some(a), Some(b)) = (s.pe.first(), s.pe.last()) {
+                t0 = t0.min(a.header.real_time);
+                t1 = t1.max(b.header.real_time);
+            }
+        }
+        gaps.retain(|g| *g > 0.0 && g.is_finite());
+        gaps.sort_by(f64::total_cmp);
+        let &gap = gaps.get(gaps.len() / 2)?;
+        // Whole multiples of the sampling period, so that every step holds
+        // the same number of samples.
+        let dt = gap * (min_step / gap).ceil().max(1.0);
+        // The first sample of each PE opens the grid (it covers the time
+        // before it, of unknown length, and is its own step).
+        let steps = (((t1 - t0) / dt).ceil() as usize + 1).min(1 << 20);
+        Some(RtGrid {
+            start: t0 - dt,
+            dt,
+            steps,
+        })
+    }
+
+    /// Real time at the start and end of step `k`.
+    fn bounds(&self, k: usize) -> (f64, f64) {
+        (
+            self.start + k as f64 * self.dt,
+            self.start + (k + 1) as f64 * self.dt,
+        )
+    }
+
+    /// The step real time `t` falls in (the first or last one beyond).
+    fn step_of(&self, t: f64) -> usize {
+        (((t - self.start) / self.dt).floor().max(0.0) as usize).min(self.steps - 1)
+    }
+
+    /// Each step's interval: its real-time bounds, and the highest GVT any
+    /// PE had reported by its start and by its end.
+    fn intervals(&self, series: &EngineSeries) -> Vec<Interval> {
+        // Highest GVT reported by the end of each step.
+        let mut gvt = vec![0.0f64; self.steps];
+        for s in series.pes.values() {
+            for p in &s.pe {
+                let k = self.step_of(p.header.real_time);
+                gvt[k] = gvt[k].max(p.header.ts);
+            }
+        }
+        for k in 1..self.steps {
+            gvt[k] = gvt[k].max(gvt[k - 1]);
+        }
+        (0..self.steps)
+            .map(|k| Interval {
+                gvt_from: if k == 0 { 0.0 } else { gvt[k - 1] },
+                gvt_to: gvt[k],
+                real_from: self.bounds(k).0,
+                real_to: self.bounds(k).1,
+            })
+            .collect()
+    }
+
+    /// One PE's values per step and PE signal (in [`Signal::PE`] order):
+    /// each sample's deltas spread over the steps since the PE's previous
+    /// sample in proportion to the overlap, and the queue size last seen
+    /// (a step without a sample, blocked in GVT, keeps it).
+    fn pe_rows(&self, samples: &[PeSample]) -> Vec<[f64; 12]> {
+        let mut acc: Vec<[f64; 12]> = vec![[0.0; 12]; self.steps];
+        let mut qsize: Vec<Option<f64>> = vec![None; self.steps];
+        let mut prev_t: Option<f64> = None;
+        for p in samples {
+            let t = p.header.real_time;
+            let from = prev_t.unwrap_or(t - self.dt).min(t);
+            prev_t = Some(t);
+            let (k0, k1) = (self.step_of(from), self.step_of(t));
+            for (k, row) in acc.iter_mut().enumerate().take(k1 + 1).skip(k0) {
+                let (a, b) = self.bounds(k);
+                let share = if t > from {
+                    ((b.min(t) - a.max(from)) / (t - from)).clamp(0.0, 1.0)
+                } else {
+                    f64::from(u8::from(k == k1))
+                };
+                for (i, sig) in Signal::PE.iter().enumerate() {
+                    if is_delta(*sig) {
+                        row[i] += share * pe_value(p, *sig, &Interval::default());
+                    }
+                }
+            }
+            qsize[k1] = Some(f64::from(p.pq_qsize));
+        }
+        // A step without a sample of this PE (blocked in GVT) keeps the
+        // queue size last seen.
+        let qi = Signal::PE.iter().position(|s| *s == Signal::QueueSize);
+        let mut last = 0.0;
+        for (row, q) in acc.iter_mut().zip(&qsize) {
+            last = q.unwrap_or(last);
+            if let Some(i) = qi {
+                row[i] = last;
+            }
+        }
+        acc
+    }
+}
+
+/// The value of signal `sig` (the `i`th of [`Signal::PE`]) in one step
+/// `iv` of a PE's RT series, from the step's `row` (see
+/// [`RtGrid::pe_rows`]): efficiency from the step's events, GVT rate and
+/// sample gap from the grid (`dt`), the others as they are.
+fn rt_value(row: &[f64; 12], i: usize, sig: Signal, iv: &Interval, dt: f64) -> f64 {
+    match sig {
+        Signal::Efficiency => {
+            let (done, rb) = (row[4], row[5]);
+            let net = done - rb;
+            if net > 0.0 {
+                100.0 * (1.0 - rb / net)
+            } else {
+                0.0
+            }
+        }
+        Signal::GvtRate => (iv.gvt_to - iv.gvt_from) / dt,
+        Signal::SampleGap => dt,
+        _ => row[i],
     }
 }
 

@@ -22,6 +22,9 @@
 use super::scenario::{CoupledScenario, Exchange, InjectKind};
 use crate::synth::rng::Rng;
 
+mod mpi_calls;
+use mpi_calls::{allreduce, isend_waitall, sendrecv};
+
 /// Messages up to this size are sent eagerly; larger ones by rendezvous.
 pub const EAGER_BYTES: u64 = 64 * 1024;
 
@@ -164,26 +167,8 @@ pub fn simulate(sc: &CoupledScenario, active: &[bool]) -> Simulation {
     let mut t: Vec<u64> = (0..sc.ranks).map(|r| sc.start_time_us + r * 7).collect();
     let mut events: Vec<Vec<Event>> = vec![Vec::new(); p];
     let mut calls: Vec<Vec<Timed>> = vec![Vec::new(); p];
-    let on = |i: usize| active.get(i).copied().unwrap_or(true);
     let injected = |kind: InjectKind, rank: usize, it: u64, function: Option<&str>| -> f64 {
-        sc.injections
-            .iter()
-            .enumerate()
-            .filter(|(i, j)| {
-                on(*i)
-                    && j.kind == kind
-                    && j.rank as usize == rank
-                    && j.iterations.contains(&it)
-                    && (function.is_none() || j.function.as_deref() == function)
-            })
-            .map(|(_, j)| {
-                if kind == InjectKind::Message {
-                    j.factor
-                } else {
-                    j.add_us
-                }
-            })
-            .sum()
+        injected_amount(sc, active, kind, rank, it, function)
     };
     for r in 0..p {
         events[r].push(Event {
@@ -192,8 +177,81 @@ pub fn simulate(sc: &CoupledScenario, active: &[bool]) -> Simulation {
         });
         t[r] += 3;
     }
-    // Per rank and phase: the factor on its self times.
-    let speed: Vec<Vec<f64>> = (0..sc.ranks)
+    let transfer = |bytes: u64| -> u64 {
+        (sc.latency_us + bytes as f64 / sc.bandwidth_bytes_per_us).round() as u64
+    };
+    let setup = Setup {
+        sc,
+        ix: &ix,
+        speed: phase_speeds(sc),
+        injected: &injected,
+        transfer: &transfer,
+    };
+    for it in 0..sc.iterations {
+        run_iteration(&setup, it, &mut t, &mut events, &mut calls);
+    }
+    for r in 0..p {
+        events[r].push(Event {
+            ts: t[r] + 2,
+            kind: EventKind::Exit(ix.main),
+        });
+    }
+    Simulation {
+        names,
+        events,
+        calls,
+    }
+}
+
+/// What stays the same over a simulated run's iterations.
+struct Setup<'a> {
+    sc: &'a CoupledScenario,
+    ix: &'a Names,
+    /// Per rank and phase: the factor on its self times.
+    speed: Vec<Vec<f64>>,
+    /// What the active injections add (see [`injected_amount`]).
+    injected: &'a Injected<'a>,
+    /// Time a message of so many bytes takes to arrive (µs).
+    transfer: &'a dyn Fn(u64) -> u64,
+}
+
+/// The sum of what the active injections of `kind` add to `rank` in
+/// iteration `it` (to `function`, when named): µs for delays and stalls,
+/// a factor on the message size for message injections. An injection
+/// counts as active unless `active` says otherwise.
+fn injected_amount(
+    sc: &CoupledScenario,
+    active: &[bool],
+    kind: InjectKind,
+    rank: usize,
+    it: u64,
+    function: Option<&str>,
+) -> f64 {
+    let on = |i: usize| active.get(i).copied().unwrap_or(true);
+    sc.injections
+        .iter()
+        .enumerate()
+        .filter(|(i, j)| {
+            on(*i)
+                && j.kind == kind
+                && j.rank as usize == rank
+                && j.iterations.contains(&it)
+                && (function.is_none() || j.function.as_deref() == function)
+        })
+        .map(|(_, j)| {
+            if kind == InjectKind::Message {
+                j.factor
+            } else {
+                j.add_us
+            }
+        })
+        .sum()
+}
+
+/// Per rank and phase: the factor on the phase's self times, the product
+/// of the imbalances that name the rank (and the phase, if they name any).
+fn phase_speeds(sc: &CoupledScenario) -> Vec<Vec<f64>> {
+    (0..sc.ranks)
         .map(|r| {
             sc.phases
                 .iter()
@@ -207,90 +265,90 @@ pub fn simulate(sc: &CoupledScenario, active: &[bool]) -> Simulation {
                 })
                 .collect()
         })
+        .collect()
+}
+
+/// One iteration of every rank: the compute phases before the exchange,
+/// the halo exchange that couples the ranks, the phases after it, and the
+/// `MPI_Allreduce` when one is due.
+fn run_iteration(
+    s: &Setup<'_>,
+    it: u64,
+    t: &mut [u64],
+    events: &mut [Vec<Event>],
+    calls: &mut [Vec<Timed>],
+) {
+    let (sc, ix) = (s.sc, s.ix);
+    let p = t.len();
+    // Compute phases, each rank on its own.
+    for r in 0..p {
+        events[r].push(Event {
+            ts: t[r],
+            kind: EventKind::Entry(ix.timestep),
+        });
+        t[r] += 1;
+        run_phases(s, r, it, false, &mut t[r], &mut events[r], &mut calls[r]);
+        events[r].push(Event {
+            ts: t[r],
+            kind: EventKind::Entry(ix.halo),
+        });
+        t[r] += 1;
+    }
+    // The halo exchange couples the ranks.
+    let bytes: Vec<u64> = (0..p)
+        .map(|r| {
+            let f = (s.injected)(InjectKind::Message, r, it, None);
+            let factor = if f > 0.0 { f } else { 1.0 };
+            (sc.message_bytes as f64 * factor).round() as u64
+        })
         .collect();
-    let transfer = |bytes: u64| -> u64 {
-        (sc.latency_us + bytes as f64 / sc.bandwidth_bytes_per_us).round() as u64
-    };
-    for it in 0..sc.iterations {
-        // Compute phases, each rank on its own.
-        for r in 0..p {
-            events[r].push(Event {
-                ts: t[r],
-                kind: EventKind::Entry(ix.timestep),
-            });
-            t[r] += 1;
-            let mut phase = Phase {
-                sc,
-                ix: &ix,
-                rank: r,
-                it,
-                speed: &speed[r],
-                injected: &injected,
-            };
-            phase.run(false, &mut t[r], &mut events[r], &mut calls[r]);
-            events[r].push(Event {
-                ts: t[r],
-                kind: EventKind::Entry(ix.halo),
-            });
-            t[r] += 1;
-        }
-        // The halo exchange couples the ranks.
-        let bytes: Vec<u64> = (0..p)
-            .map(|r| {
-                let f = injected(InjectKind::Message, r, it, None);
-                let factor = if f > 0.0 { f } else { 1.0 };
-                (sc.message_bytes as f64 * factor).round() as u64
-            })
-            .collect();
-        match sc.exchange {
-            Exchange::Sendrecv => {
-                sendrecv(&mut t, &mut events, &mut calls, &ix, &bytes, it, &transfer)
-            }
-            Exchange::IsendWaitall => {
-                isend_waitall(&mut t, &mut events, &mut calls, &ix, &bytes, it, &transfer)
-            }
-        }
-        for r in 0..p {
-            events[r].push(Event {
-                ts: t[r],
-                kind: EventKind::Exit(ix.halo),
-            });
-            t[r] += 1;
-            let mut phase = Phase {
-                sc,
-                ix: &ix,
-                rank: r,
-                it,
-                speed: &speed[r],
-                injected: &injected,
-            };
-            phase.run(true, &mut t[r], &mut events[r], &mut calls[r]);
-        }
-        if sc.allreduce_every > 0 && (it + 1) % sc.allreduce_every == 0 {
-            let stalls: Vec<f64> = (0..p)
-                .map(|r| injected(InjectKind::Stall, r, it, None))
-                .collect();
-            allreduce(&mut t, &mut events, &mut calls, &ix, &stalls, it, sc);
-        }
-        for r in 0..p {
-            events[r].push(Event {
-                ts: t[r],
-                kind: EventKind::Exit(ix.timestep),
-            });
-            t[r] += 1;
-        }
+    match sc.exchange {
+        Exchange::Sendrecv => sendrecv(t, events, calls, ix, &bytes, it, s.transfer),
+        Exchange::IsendWaitall => isend_waitall(t, events, calls, ix, &bytes, it, s.transfer),
     }
     for r in 0..p {
         events[r].push(Event {
-            ts: t[r] + 2,
-            kind: EventKind::Exit(ix.main),
+            ts: t[r],
+            kind: EventKind::Exit(ix.halo),
         });
+        t[r] += 1;
+        run_phases(s, r, it, true, &mut t[r], &mut events[r], &mut calls[r]);
     }
-    Simulation {
-        names,
-        events,
-        calls,
+    if sc.allreduce_every > 0 && (it + 1) % sc.allreduce_every == 0 {
+        let stalls: Vec<f64> = (0..p)
+            .map(|r| (s.injected)(InjectKind::Stall, r, it, None))
+            .collect();
+        allreduce(t, events, calls, ix, &stalls, it, sc);
     }
+    for r in 0..p {
+        events[r].push(Event {
+            ts: t[r],
+            kind: EventKind::Exit(ix.timestep),
+        });
+        t[r] += 1;
+    }
+}
+
+/// Runs rank `r`'s compute phases of iteration `it` that come before the
+/// exchange, or (`after`) those after it; see [`Phase::run`].
+fn run_phases(
+    s: &Setup<'_>,
+    r: usize,
+    it: u64,
+    after: bool,
+    t: &mut u64,
+    ev: &mut Vec<Event>,
+    calls: &mut Vec<Timed>,
+) {
+    let mut phase = Phase {
+        sc: s.sc,
+        ix: s.ix,
+        rank: r,
+        it,
+        speed: &s.speed[r],
+        injected: s.injected,
+    };
+    phase.run(after, t, ev, calls);
 }
 
 /// What an injection kind adds for a rank, iteration and function (µs, or
@@ -372,210 +430,5 @@ impl Phase<'_> {
             });
             *t += 1;
         }
-    }
-}
-
-/// Slots of the MPI calls of an iteration (after the compute calls).
-const SLOT_EXCHANGE: u32 = 1000;
-const SLOT_ALLREDUCE: u32 = 1001;
-
-fn sendrecv(
-    t: &mut [u64],
-    events: &mut [Vec<Event>],
-    calls: &mut [Vec<Timed>],
-    ix: &Names,
-    bytes: &[u64],
-    it: u64,
-    transfer: &dyn Fn(u64) -> u64,
-) {
-    let p = t.len();
-    let entry: Vec<u64> = t.to_vec();
-    // Rank r sends to r + 1: when the message leaves and when it arrives.
-    let arrive: Vec<u64> = (0..p)
-        .map(|r| {
-            let right = (r + 1) % p;
-            let start = if bytes[r] > EAGER_BYTES {
-                entry[r].max(entry[right])
-            } else {
-                entry[r]
-            };
-            start + 1 + transfer(bytes[r])
-        })
-        .collect();
-    for r in 0..p {
-        let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-        let sent = if bytes[r] > EAGER_BYTES {
-            arrive[r]
-        } else {
-            entry[r] + 2
-        };
-        let exit = sent.max(arrive[left]).max(entry[r] + 3) + 2;
-        let ev = &mut events[r];
-        ev.push(Event {
-            ts: entry[r],
-            kind: EventKind::Entry(ix.sendrecv),
-        });
-        ev.push(Event {
-            ts: entry[r] + 1,
-            kind: EventKind::Send {
-                peer: right as u64,
-                bytes: bytes[r],
-            },
-        });
-        ev.push(Event {
-            ts: exit - 1,
-            kind: EventKind::Recv {
-                peer: left as u64,
-                bytes: bytes[left],
-            },
-        });
-        ev.push(Event {
-            ts: exit,
-            kind: EventKind::Exit(ix.sendrecv),
-        });
-        calls[r].push(Timed {
-            iteration: it,
-            slot: SLOT_EXCHANGE,
-            function: ix.sendrecv,
-            entry: entry[r],
-            exit,
-        });
-        t[r] = exit + 1;
-    }
-}
-
-fn isend_waitall(
-    t: &mut [u64],
-    events: &mut [Vec<Event>],
-    calls: &mut [Vec<Timed>],
-    ix: &Names,
-    bytes: &[u64],
-    it: u64,
-    transfer: &dyn Fn(u64) -> u64,
-) {
-    let p = t.len();
-    // Receives posted at t+1, sends at t+4 (left) and t+5 (right), the
-    // Waitall entered at t+8.
-    let posted: Vec<u64> = t.iter().map(|x| x + 1).collect();
-    let sent_at = |r: usize, to: usize| t[r] + if to == (r + p - 1) % p { 4 } else { 5 };
-    // Arrival of the message from `from` at `to`.
-    let arrival = |from: usize, to: usize| -> u64 {
-        let send = sent_at(from, to);
-        let start = if bytes[from] > EAGER_BYTES {
-            send.max(posted[to])
-        } else {
-            send
-        };
-        start + transfer(bytes[from])
-    };
-    let mut exits = vec![0u64; p];
-    for (r, exit) in exits.iter_mut().enumerate() {
-        let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-        let mut done = t[r] + 8 + 2;
-        for n in [left, right] {
-            done = done.max(arrival(n, r));
-            if bytes[r] > EAGER_BYTES {
-                done = done.max(arrival(r, n));
-            }
-        }
-        *exit = done + 2;
-    }
-    for r in 0..p {
-        let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-        let t0 = t[r];
-        let ev = &mut events[r];
-        ev.push(Event {
-            ts: t0,
-            kind: EventKind::Entry(ix.irecv),
-        });
-        ev.push(Event {
-            ts: t0 + 2,
-            kind: EventKind::Exit(ix.irecv),
-        });
-        ev.push(Event {
-            ts: t0 + 3,
-            kind: EventKind::Entry(ix.isend),
-        });
-        for (k, to) in [left, right].into_iter().enumerate() {
-            ev.push(Event {
-                ts: t0 + 4 + k as u64,
-                kind: EventKind::Send {
-                    peer: to as u64,
-                    bytes: bytes[r],
-                },
-            });
-        }
-        ev.push(Event {
-            ts: t0 + 6,
-            kind: EventKind::Exit(ix.isend),
-        });
-        ev.push(Event {
-            ts: t0 + 8,
-            kind: EventKind::Entry(ix.waitall),
-        });
-        let exit = exits[r];
-        for (k, from) in [left, right].into_iter().enumerate() {
-            ev.push(Event {
-                ts: exit - 2 + k as u64,
-                kind: EventKind::Recv {
-                    peer: from as u64,
-                    bytes: bytes[from],
-                },
-            });
-        }
-        ev.push(Event {
-            ts: exit,
-            kind: EventKind::Exit(ix.waitall),
-        });
-        calls[r].push(Timed {
-            iteration: it,
-            slot: SLOT_EXCHANGE,
-            function: ix.waitall,
-            entry: t0 + 8,
-            exit,
-        });
-        t[r] = exit + 1;
-    }
-}
-
-fn allreduce(
-    t: &mut [u64],
-    events: &mut [Vec<Event>],
-    calls: &mut [Vec<Timed>],
-    ix: &Names,
-    stalls: &[f64],
-    it: u64,
-    sc: &CoupledScenario,
-) {
-    let p = t.len();
-    let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
-    let cost = (sc.latency_us * rounds).round() as u64 + 2;
-    let last_in = t.iter().copied().max().unwrap_or(0);
-    // A rank stalled inside holds everybody until it comes back.
-    let back = (0..p)
-        .filter(|&r| stalls[r] > 0.0)
-        .map(|r| t[r] + stalls[r].round() as u64)
-        .max()
-        .unwrap_or(0);
-    let done = last_in.max(back) + cost;
-    for r in 0..p {
-        let entry = t[r];
-        let exit = done + (r % 3) as u64;
-        events[r].push(Event {
-            ts: entry,
-            kind: EventKind::Entry(ix.allreduce),
-        });
-        events[r].push(Event {
-            ts: exit,
-            kind: EventKind::Exit(ix.allreduce),
-        });
-        calls[r].push(Timed {
-            iteration: it,
-            slot: SLOT_ALLREDUCE,
-            function: ix.allreduce,
-            entry,
-            exit,
-        });
-        t[r] = exit + 1;
     }
 }

@@ -206,94 +206,15 @@ impl PeCounters {
         };
         take_deltas(&self.base, &self.int, p.frac, snap, &mut self.delta);
         let d = &self.delta;
-        let pe = s.pe as usize;
-        let header = |flag| SampleHeader {
-            flag,
-            ts: p.ts,
-            real_time: p.real_time,
-        };
-        let mut kps = Vec::with_capacity(d.kp.len());
-        for (k, rb) in d.kp.iter().enumerate() {
-            let mut c = [0u64; 5];
-            for lp in &d.lp[k * s.lps_per_kp..(k + 1) * s.lps_per_kp] {
-                c.iter_mut().zip(lp).for_each(|(x, y)| *x += y);
-            }
-            kps.push((c, *rb));
-        }
+        let kps = kp_sums(d, s.lps_per_kp);
         if s.pe_data {
-            let mut c = [0u64; 5];
-            let mut rb = [0u64; 2];
-            for (kc, krb) in &kps {
-                c.iter_mut().zip(kc).for_each(|(x, y)| *x += y);
-                rb.iter_mut().zip(krb).for_each(|(x, y)| *x += y);
-            }
-            let t = d.t.map(|v| v as f32);
-            let rec = PeSample {
-                header: header(FLAG_PE),
-                peid: s.pe,
-                nevent_processed: u32s(c[0]),
-                nevent_abort: u32s(c[1]),
-                e_rbs: u32s(c[2]),
-                rb_total: u32s(rb[0]),
-                rb_secondary: u32s(rb[1]),
-                fc_attempts: u32s(d.pe[0]),
-                pq_qsize: p.pq_qsize,
-                nsend_network: u32s(c[3]),
-                nread_network: u32s(c[4]),
-                ngvts: u32s(d.pe[1]),
-                pe_event_ties: u32s(d.pe[2]),
-                all_reduce_count: u32s(d.pe[3]),
-                efficiency: efficiency(c[0], c[2]),
-                net_read_s: t[0],
-                net_other_s: t[1],
-                gvt_s: t[2],
-                fossil_collect_s: t[3],
-                event_abort_s: t[4],
-                event_process_s: t[5],
-                pq_s: t[6],
-                rollback_s: t[7],
-                cancel_q_s: t[8],
-                avl_s: t[9],
-                buddy_s: t[10],
-                lz4_s: t[11],
-            };
-            w.push_with(pe, 128, |b| encode_pe(&rec, b))?;
+            write_pe_record(w, s, p, d, &kps)?;
         }
         if s.kp_data {
-            for (k, (c, rb)) in kps.iter().enumerate() {
-                let rec = KpSample {
-                    header: header(FLAG_KP),
-                    peid: s.pe,
-                    kpid: k as u32,
-                    nevent_processed: u32s(c[0]),
-                    nevent_abort: u32s(c[1]),
-                    e_rbs: u32s(c[2]),
-                    rb_total: u32s(rb[0]),
-                    rb_secondary: u32s(rb[1]),
-                    nsend_network: u32s(c[3]),
-                    nread_network: u32s(c[4]),
-                    time_ahead_gvt: (p.kp_vt[k] - p.gvt) as f32,
-                    efficiency: efficiency(c[0], c[2]),
-                };
-                w.push_with(pe, 68, |b| encode_kp(&rec, b))?;
-            }
+            write_kp_records(w, s, p, &kps)?;
         }
         if s.lp_data {
-            for (i, c) in d.lp.iter().enumerate() {
-                let rec = LpSample {
-                    header: header(FLAG_LP),
-                    peid: s.pe,
-                    kpid: (i / s.lps_per_kp) as u32,
-                    lpid: s.lp0 + i as u32,
-                    nevent_processed: u32s(c[0]),
-                    nevent_abort: u32s(c[1]),
-                    e_rbs: u32s(c[2]),
-                    nsend_network: u32s(c[3]),
-                    nread_network: u32s(c[4]),
-                    efficiency: efficiency(c[0], c[2]),
-                };
-                w.push_with(pe, 72, |b| encode_lp(&rec, b))?;
-            }
+            write_lp_records(w, s, p, d)?;
         }
         Ok(())
     }
@@ -341,6 +262,134 @@ impl PeCounters {
         }
         Ok(())
     }
+}
+
+/// A KP's sample deltas: its LPs' five counters summed, and its own
+/// rollbacks and secondary rollbacks.
+type KpDeltas = ([u64; 5], [u64; 2]);
+
+/// Each KP's deltas, from the LP and KP deltas `d` (`lps_per_kp` LPs per
+/// KP, in order).
+fn kp_sums(d: &Counters, lps_per_kp: usize) -> Vec<KpDeltas> {
+    let mut kps = Vec::with_capacity(d.kp.len());
+    for (k, rb) in d.kp.iter().enumerate() {
+        let mut c = [0u64; 5];
+        for lp in &d.lp[k * lps_per_kp..(k + 1) * lps_per_kp] {
+            c.iter_mut().zip(lp).for_each(|(x, y)| *x += y);
+        }
+        kps.push((c, *rb));
+    }
+    kps
+}
+
+/// The header of a sample record of kind `flag` taken at `p`.
+fn sample_header(flag: i32, p: &Point<'_>) -> SampleHeader {
+    SampleHeader {
+        flag,
+        ts: p.ts,
+        real_time: p.real_time,
+    }
+}
+
+/// Writes the PE record of a sample: the sums of its KPs' deltas `kps`,
+/// its own counters and times from `d`.
+fn write_pe_record<W: Write>(
+    w: &mut FlushWriter<W>,
+    s: &Shape,
+    p: &Point<'_>,
+    d: &Counters,
+    kps: &[KpDeltas],
+) -> io::Result<()> {
+    let mut c = [0u64; 5];
+    let mut rb = [0u64; 2];
+    for (kc, krb) in kps {
+        c.iter_mut().zip(kc).for_each(|(x, y)| *x += y);
+        rb.iter_mut().zip(krb).for_each(|(x, y)| *x += y);
+    }
+    let t = d.t.map(|v| v as f32);
+    let rec = PeSample {
+        header: sample_header(FLAG_PE, p),
+        peid: s.pe,
+        nevent_processed: u32s(c[0]),
+        nevent_abort: u32s(c[1]),
+        e_rbs: u32s(c[2]),
+        rb_total: u32s(rb[0]),
+        rb_secondary: u32s(rb[1]),
+        fc_attempts: u32s(d.pe[0]),
+        pq_qsize: p.pq_qsize,
+        nsend_network: u32s(c[3]),
+        nread_network: u32s(c[4]),
+        ngvts: u32s(d.pe[1]),
+        pe_event_ties: u32s(d.pe[2]),
+        all_reduce_count: u32s(d.pe[3]),
+        efficiency: efficiency(c[0], c[2]),
+        net_read_s: t[0],
+        net_other_s: t[1],
+        gvt_s: t[2],
+        fossil_collect_s: t[3],
+        event_abort_s: t[4],
+        event_process_s: t[5],
+        pq_s: t[6],
+        rollback_s: t[7],
+        cancel_q_s: t[8],
+        avl_s: t[9],
+        buddy_s: t[10],
+        lz4_s: t[11],
+    };
+    w.push_with(s.pe as usize, 128, |b| encode_pe(&rec, b))?;
+    Ok(())
+}
+
+/// Writes the KP records of a sample, one per KP's deltas in `kps`.
+fn write_kp_records<W: Write>(
+    w: &mut FlushWriter<W>,
+    s: &Shape,
+    p: &Point<'_>,
+    kps: &[KpDeltas],
+) -> io::Result<()> {
+    for (k, (c, rb)) in kps.iter().enumerate() {
+        let rec = KpSample {
+            header: sample_header(FLAG_KP, p),
+            peid: s.pe,
+            kpid: k as u32,
+            nevent_processed: u32s(c[0]),
+            nevent_abort: u32s(c[1]),
+            e_rbs: u32s(c[2]),
+            rb_total: u32s(rb[0]),
+            rb_secondary: u32s(rb[1]),
+            nsend_network: u32s(c[3]),
+            nread_network: u32s(c[4]),
+            time_ahead_gvt: (p.kp_vt[k] - p.gvt) as f32,
+            efficiency: efficiency(c[0], c[2]),
+        };
+        w.push_with(s.pe as usize, 68, |b| encode_kp(&rec, b))?;
+    }
+    Ok(())
+}
+
+/// Writes the LP records of a sample, one per LP's deltas in `d`.
+fn write_lp_records<W: Write>(
+    w: &mut FlushWriter<W>,
+    s: &Shape,
+    p: &Point<'_>,
+    d: &Counters,
+) -> io::Result<()> {
+    for (i, c) in d.lp.iter().enumerate() {
+        let rec = LpSample {
+            header: sample_header(FLAG_LP, p),
+            peid: s.pe,
+            kpid: (i / s.lps_per_kp) as u32,
+            lpid: s.lp0 + i as u32,
+            nevent_processed: u32s(c[0]),
+            nevent_abort: u32s(c[1]),
+            e_rbs: u32s(c[2]),
+            nsend_network: u32s(c[3]),
+            nread_network: u32s(c[4]),
+            efficiency: efficiency(c[0], c[2]),
+        };
+        w.push_with(s.pe as usize, 72, |b| encode_lp(&rec, b))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -232,6 +232,17 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         rb: f64,
         slow_pe: Option<u32>,
     ) -> io::Result<()> {
+        self.process_events(p, plan, d, rb)?;
+        self.roll_back(p, plan, slow_pe)?;
+        close_pe_times(&mut self.pes[p], self.sc, plan, d);
+        Ok(())
+    }
+
+    /// The `plan.n` events PE `p` processes in this interval (the hotspot
+    /// LPs' extra ones among them, in random order): each LP's counters,
+    /// each KP's latest receive time, and the events the trace mode keeps
+    /// (every one, or the committed ones at the end of the interval).
+    fn process_events(&mut self, p: usize, plan: &Plan, d: f64, rb: f64) -> io::Result<()> {
         let sc = self.sc;
         let r = &sc.ross;
         let mode = r.files.evtrace;
@@ -245,35 +256,9 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         let mut hot_left: Vec<u64> = plan.hot.iter().map(|h| h.1).collect();
         let mut hot_total: u64 = hot_left.iter().sum();
         for k in 0..plan.n {
-            let mut u = st.rng.below(plan.n - k);
-            let mut hot = None;
-            if u < hot_total {
-                for (h, left) in hot_left.iter_mut().enumerate() {
-                    if u < *left {
-                        *left -= 1;
-                        hot_total -= 1;
-                        hot = Some(h);
-                        break;
-                    }
-                    u -= *left;
-                }
-            }
-            let remote_in = r.pes > 1 && st.rng.uniform() < r.remote_fraction;
-            let (idx, src, prb) = match hot {
-                Some(h) => {
-                    let (idx, _, prb) = plan.hot[h];
-                    (idx, Self::remote_lp(&mut st.rng, sc, pe), prb)
-                }
-                None => {
-                    let idx = st.rng.below(u64::from(lps)) as usize;
-                    let src = if remote_in {
-                        Self::remote_lp(&mut st.rng, sc, pe)
-                    } else {
-                        lp0 + st.rng.below(u64::from(lps)) as u32
-                    };
-                    (idx, src, rb)
-                }
-            };
+            let u = st.rng.below(plan.n - k);
+            let hot = take_hot_event(&mut hot_left, &mut hot_total, u);
+            let (idx, src, prb) = Self::event_route(&mut st.rng, sc, plan, hot, rb, pe);
             let rolled = st.rng.uniform() < prb;
             let send_out = r.pes > 1 && st.rng.uniform() < r.remote_fraction;
             let lp = &mut st.c.int.lp[idx];
@@ -299,35 +284,30 @@ impl<'s, W: Write> RossGenerator<'s, W> {
                 &st.payload,
             )?;
         }
-        // Rollbacks per KP; one straggler per primary rollback.
-        let mut primaries = Vec::with_capacity(st.kp_vt.len());
-        for kp in 0..st.kp_vt.len() {
-            let rbs: u64 = st.c.int.lp[kp * lpk..(kp + 1) * lpk]
-                .iter()
-                .map(|l| l[LP_RBS])
-                .sum();
-            let total = if rbs == 0 {
-                0
-            } else {
-                ((rbs as f64 / r.events_per_rollback).round() as u64).max(1)
-            };
-            let secondary = (total as f64 * r.secondary_fraction).floor() as u64;
-            st.c.int.kp[kp] = [total, secondary];
-            primaries.push((rbs, total - secondary));
-        }
+        Ok(())
+    }
+
+    /// PE `p`'s rollbacks in this interval, per KP from its LPs' rolled
+    /// back events, and one straggler event per primary rollback (sent
+    /// mostly by the slow PE, if any); the stragglers go to the event
+    /// trace in rollback mode.
+    fn roll_back(&mut self, p: usize, plan: &Plan, slow_pe: Option<u32>) -> io::Result<()> {
+        let sc = self.sc;
+        let r = &sc.ross;
+        let mode = r.files.evtrace;
+        let lps = sc.lps_per_pe();
+        let lpk = r.lps_per_kp as usize;
+        let pe = p as u32;
+        let lp0 = pe * lps;
+        let g = f64::from(self.interval) * r.gvt_step;
+        let (t, active) = (self.t, plan.active);
+        let st = &mut self.pes[p];
+        let primaries = count_kp_rollbacks(st, sc);
         let stragglers: u64 = primaries.iter().map(|x| x.1).sum();
         let mut s = 0u64;
         for (kp, &(rbs, primary)) in primaries.iter().enumerate() {
             for _ in 0..primary {
-                let mut u = st.rng.below(rbs);
-                let mut idx = kp * lpk;
-                for (j, l) in st.c.int.lp[kp * lpk..(kp + 1) * lpk].iter().enumerate() {
-                    if u < l[LP_RBS] {
-                        idx = kp * lpk + j;
-                        break;
-                    }
-                    u -= l[LP_RBS];
-                }
+                let idx = pick_rolled_back_lp(st, kp * lpk..(kp + 1) * lpk, rbs);
                 let src = match slow_pe {
                     Some(sp) if sp != pe && st.rng.uniform() < 0.8 => {
                         sp * lps + st.rng.below(u64::from(lps)) as u32
@@ -350,26 +330,126 @@ impl<'s, W: Write> RossGenerator<'s, W> {
                 )?;
             }
         }
-        // PE counters and times.
-        let c = &mut st.c.int;
-        let (mut rbs, mut read) = (0u64, 0u64);
-        for l in &c.lp {
-            rbs += l[LP_RBS];
-            read += l[LP_READ];
-        }
-        c.pe = [1, 1, 0, 2];
-        c.t[T_PROCESS] = plan.busy;
-        c.t[T_ROLLBACK] = rbs as f64 * r.event_s * plan.slow * 0.5;
-        c.t[T_GVT] = (d - active) + 2e-5;
-        c.t[T_NET_READ] = read as f64 * 2e-7;
-        c.t[T_NET_OTHER] = 1e-5 * (1.0 + 0.1 * st.rng.uniform());
-        c.t[T_FOSSIL] = 1e-5 + plan.n as f64 * 5e-9;
-        c.t[T_PQ] = plan.n as f64 * 1e-7;
-        let load = plan.n as f64 / f64::from(r.events_per_interval);
-        let noise = (1.0 + 0.1 * st.rng.normal()).max(0.5);
-        st.pq = (f64::from(lps) * load * noise).round() as u32 + 1;
         Ok(())
     }
+
+    /// Where an event of PE `pe` goes and comes from: (local index of the LP
+    /// that processes it, global LP that sent it, its rollback probability).
+    /// A hotspot's extra events come from remote LPs with the hotspot's
+    /// probability; the others go to a random LP, sent from a remote one with
+    /// the scenario's remote fraction.
+    fn event_route(
+        rng: &mut Rng,
+        sc: &RossScenario,
+        plan: &Plan,
+        hot: Option<usize>,
+        rb: f64,
+        pe: u32,
+    ) -> (usize, u32, f64) {
+        let r = &sc.ross;
+        let lps = sc.lps_per_pe();
+        let lp0 = pe * lps;
+        // Drawn for every event, used by the ordinary ones only.
+        let remote_in = r.pes > 1 && rng.uniform() < r.remote_fraction;
+        match hot {
+            Some(h) => {
+                let (idx, _, prb) = plan.hot[h];
+                (idx, Self::remote_lp(rng, sc, pe), prb)
+            }
+            None => {
+                let idx = rng.below(u64::from(lps)) as usize;
+                let src = if remote_in {
+                    Self::remote_lp(rng, sc, pe)
+                } else {
+                    lp0 + rng.below(u64::from(lps)) as u32
+                };
+                (idx, src, rb)
+            }
+        }
+    }
+}
+
+/// Which hotspot LP the next event belongs to, if any: `u` is a uniform
+/// draw below the number of events left, and the hotspots' events left
+/// come first in that count. Takes the event off the hotspot's remainder.
+fn take_hot_event(hot_left: &mut [u64], hot_total: &mut u64, mut u: u64) -> Option<usize> {
+    if u >= *hot_total {
+        return None;
+    }
+    for (h, left) in hot_left.iter_mut().enumerate() {
+        if u < *left {
+            *left -= 1;
+            *hot_total -= 1;
+            return Some(h);
+        }
+        u -= *left;
+    }
+    None
+}
+
+/// Sets each KP's rollback counters (total, secondary) from its LPs'
+/// rolled-back events, and returns per KP (rolled-back events, primary
+/// rollbacks) for the stragglers.
+fn count_kp_rollbacks(st: &mut PeState, sc: &RossScenario) -> Vec<(u64, u64)> {
+    let r = &sc.ross;
+    let lpk = r.lps_per_kp as usize;
+    let mut primaries = Vec::with_capacity(st.kp_vt.len());
+    for kp in 0..st.kp_vt.len() {
+        let rbs: u64 = st.c.int.lp[kp * lpk..(kp + 1) * lpk]
+            .iter()
+            .map(|l| l[LP_RBS])
+            .sum();
+        let total = if rbs == 0 {
+            0
+        } else {
+            ((rbs as f64 / r.events_per_rollback).round() as u64).max(1)
+        };
+        let secondary = (total as f64 * r.secondary_fraction).floor() as u64;
+        st.c.int.kp[kp] = [total, secondary];
+        primaries.push((rbs, total - secondary));
+    }
+    primaries
+}
+
+/// A straggler's destination among the LPs `kp_lps` of one KP (local
+/// indices), drawn in proportion to their rolled-back events (`rbs` in
+/// all); the KP's first LP when the draw falls past them.
+fn pick_rolled_back_lp(st: &mut PeState, kp_lps: std::ops::Range<usize>, rbs: u64) -> usize {
+    let mut u = st.rng.below(rbs);
+    let mut idx = kp_lps.start;
+    for (j, l) in st.c.int.lp[kp_lps.clone()].iter().enumerate() {
+        if u < l[LP_RBS] {
+            idx = kp_lps.start + j;
+            break;
+        }
+        u -= l[LP_RBS];
+    }
+    idx
+}
+
+/// PE-level counters and times of the interval (`d` seconds long) from
+/// its LPs' counters and its plan, and the PE's queue length.
+fn close_pe_times(st: &mut PeState, sc: &RossScenario, plan: &Plan, d: f64) {
+    let r = &sc.ross;
+    let lps = sc.lps_per_pe();
+    let active = plan.active;
+    let c = &mut st.c.int;
+    let (mut rbs, mut read) = (0u64, 0u64);
+    for l in &c.lp {
+        rbs += l[LP_RBS];
+        read += l[LP_READ];
+    }
+    c.pe = [1, 1, 0, 2];
+    c.t[T_PROCESS] = plan.busy;
+    c.t[T_ROLLBACK] = rbs as f64 * r.event_s * plan.slow * 0.5;
+    c.t[T_GVT] = (d - active) + 2e-5;
+    c.t[T_NET_READ] = read as f64 * 2e-7;
+    c.t[T_NET_OTHER] = 1e-5 * (1.0 + 0.1 * st.rng.uniform());
+    c.t[T_FOSSIL] = 1e-5 + plan.n as f64 * 5e-9;
+    c.t[T_PQ] = plan.n as f64 * 1e-7;
+    let load = plan.n as f64 / f64::from(r.events_per_interval);
+    let noise = (1.0 + 0.1 * st.rng.normal()).max(0.5);
+    st.pq = (f64::from(lps) * load * noise).round() as u32 + 1;
 }
 
 /// Appends one event of PE `p` to the event trace, when one is written:

@@ -108,6 +108,7 @@ impl<'t> Rows<'t> {
     }
 }
 
+/// What a row of `trials` says about the trial.
 #[derive(Debug)]
 struct TrialInfo {
     machine: Option<i64>,
@@ -120,7 +121,53 @@ pub(super) fn build(
     tables: &HashMap<String, SqlTable>,
     source: &str,
 ) -> Result<EigerTable, TableError> {
-    // Metrics, in id order; a value names its metric by id.
+    let (metrics, metric_index) = read_metrics(tables, source)?;
+    let metric_of = |rows: &Rows<'_>, r: usize| -> Result<usize, TableError> {
+        let id = rows.required(r, "metricID")?;
+        metric_index.get(&id).copied().ok_or_else(|| {
+            rows.err(
+                r,
+                format!(
+                    "`{}` names metric {id}, which `metrics` does not have",
+                    rows.table
+                ),
+            )
+        })
+    };
+    let trials = read_trials(tables, source)?;
+    let (executions, trial_of) = read_executions(tables, source, &trials)?;
+
+    let values = |table: &'static str, owner: &str| {
+        values_by_owner(
+            &Rows::of(tables, table, source),
+            owner,
+            &metric_of,
+            &metrics,
+        )
+    };
+    let values = MetricValues {
+        execution: values("nondeterministic_metrics", "executionID")?,
+        dataset: values("deterministic_metrics", "datasetID")?,
+        machine: values("machine_metrics", "machineID")?,
+    };
+    check_executions_exist(&values.execution, &trial_of, source)?;
+    let rows = join_rows(executions, &trials, &values, source);
+    assemble(&metrics, rows, source)
+}
+
+/// Metric id → the metric's index among the metrics in id order.
+type MetricIndex = HashMap<i64, usize>;
+
+/// (trial, execution) → line of the execution's row, in the order the
+/// training table's rows take.
+type ExecutionLines = BTreeMap<(i64, i64), usize>;
+
+/// The metrics in id order (name, type), and each metric id's index in
+/// that order: a value names its metric by id.
+fn read_metrics(
+    tables: &HashMap<String, SqlTable>,
+    source: &str,
+) -> Result<(Vec<(String, MetricType)>, MetricIndex), TableError> {
     let metrics_rows = Rows::of(tables, "metrics", source);
     let mut by_id: BTreeMap<i64, (String, MetricType)> = BTreeMap::new();
     for r in 0..metrics_rows.rows.len() {
@@ -138,22 +185,16 @@ pub(super) fn build(
             return Err(metrics_rows.err(r, format!("metric id {id} appears twice")));
         }
     }
-    let metric_index: HashMap<i64, usize> =
-        by_id.keys().enumerate().map(|(i, id)| (*id, i)).collect();
+    let metric_index: MetricIndex = by_id.keys().enumerate().map(|(i, id)| (*id, i)).collect();
     let metrics: Vec<(String, MetricType)> = by_id.into_values().collect();
-    let metric_of = |rows: &Rows<'_>, r: usize| -> Result<usize, TableError> {
-        let id = rows.required(r, "metricID")?;
-        metric_index.get(&id).copied().ok_or_else(|| {
-            rows.err(
-                r,
-                format!(
-                    "`{}` names metric {id}, which `metrics` does not have",
-                    rows.table
-                ),
-            )
-        })
-    };
+    Ok((metrics, metric_index))
+}
 
+/// The trials by id: the machine and dataset each ran on, and its line.
+fn read_trials(
+    tables: &HashMap<String, SqlTable>,
+    source: &str,
+) -> Result<BTreeMap<i64, TrialInfo>, TableError> {
     let trial_rows = Rows::of(tables, "trials", source);
     let mut trials: BTreeMap<i64, TrialInfo> = BTreeMap::new();
     for r in 0..trial_rows.rows.len() {
@@ -167,10 +208,19 @@ pub(super) fn build(
             return Err(trial_rows.err(r, format!("trial id {id} appears twice")));
         }
     }
+    Ok(trials)
+}
 
+/// The executions: (trial, execution) → line, in the order of the rows
+/// of the training table, and each execution's trial; every trial an
+/// execution names must exist.
+fn read_executions(
+    tables: &HashMap<String, SqlTable>,
+    source: &str,
+    trials: &BTreeMap<i64, TrialInfo>,
+) -> Result<(ExecutionLines, HashMap<i64, i64>), TableError> {
     let exec_rows = Rows::of(tables, "executions", source);
-    // (trial, execution) -> line: the order of the table's rows.
-    let mut executions: BTreeMap<(i64, i64), usize> = BTreeMap::new();
+    let mut executions = ExecutionLines::new();
     let mut trial_of: HashMap<i64, i64> = HashMap::new();
     for r in 0..exec_rows.rows.len() {
         let id = exec_rows.required(r, "ID")?;
@@ -186,20 +236,27 @@ pub(super) fn build(
         }
         executions.insert((trial, id), exec_rows.line(r));
     }
+    Ok((executions, trial_of))
+}
 
-    let values = |table: &'static str, owner: &str| {
-        values_by_owner(
-            &Rows::of(tables, table, source),
-            owner,
-            &metric_of,
-            &metrics,
-        )
-    };
-    let exec_values = values("nondeterministic_metrics", "executionID")?;
-    let dataset_values = values("deterministic_metrics", "datasetID")?;
-    let machine_values = values("machine_metrics", "machineID")?;
-    // Values of executions the dump does not have would be silently
-    // dropped by the join; they point at a damaged dump.
+/// The values of the three `*_metrics` tables, by owner id.
+struct MetricValues {
+    /// `nondeterministic_metrics`: by execution.
+    execution: HashMap<i64, OwnerValues>,
+    /// `deterministic_metrics`: by dataset.
+    dataset: HashMap<i64, OwnerValues>,
+    /// `machine_metrics`: by machine.
+    machine: HashMap<i64, OwnerValues>,
+}
+
+/// Fails on values of executions the dump does not have (the first by
+/// line): the join would drop them silently, and they point at a damaged
+/// dump.
+fn check_executions_exist(
+    exec_values: &HashMap<i64, OwnerValues>,
+    trial_of: &HashMap<i64, i64>,
+    source: &str,
+) -> Result<(), TableError> {
     if let Some((exec, line)) = exec_values
         .iter()
         .filter(|(e, _)| !trial_of.contains_key(e))
@@ -212,33 +269,43 @@ pub(super) fn build(
             format!("`nondeterministic_metrics` names execution {exec}, which `executions` does not have"),
         ));
     }
+    Ok(())
+}
 
+/// One row per execution, in `executions` order, with its machine's, its
+/// dataset's and its own values.
+fn join_rows(
+    executions: ExecutionLines,
+    trials: &BTreeMap<i64, TrialInfo>,
+    values: &MetricValues,
+    source: &str,
+) -> Vec<PendingRow> {
     let mut rows = Vec::with_capacity(executions.len());
     for ((trial, exec), line) in executions {
         let Some(t) = trials.get(&trial) else {
             continue;
         };
-        let mut values = HashMap::new();
+        let mut row_values = HashMap::new();
         // Most specific last, so that it wins: machine, dataset, execution.
         for (owner, map) in [
-            (t.machine, &machine_values),
-            (t.dataset, &dataset_values),
-            (Some(exec), &exec_values),
+            (t.machine, &values.machine),
+            (t.dataset, &values.dataset),
+            (Some(exec), &values.execution),
         ] {
             if let Some(found) = owner.and_then(|o| map.get(&o)) {
-                values.extend(found.values.iter().map(|(m, v)| (*m, *v)));
+                row_values.extend(found.values.iter().map(|(m, v)| (*m, *v)));
             }
         }
         rows.push(PendingRow {
             trial_id: trial as f64,
-            values,
+            values: row_values,
             source: source.to_owned(),
             line,
             trial_name: format!("trial {trial} (execution {exec})"),
             trial_line: t.line,
         });
     }
-    assemble(&metrics, rows, source)
+    rows
 }
 
 /// The values one owner (an execution, dataset or machine) has, by
