@@ -1,9 +1,13 @@
 //! The shape of the code, as `docs/architecture.md` describes it: which
 //! room may import which, where MPI, HDF5, ADIOS2, clap and `unsafe` may
-//! appear, how long a file may be without saying why, and which test files
-//! belong to the mpirun tier (their names end in `_mpi`). Unit-test modules
+//! appear, how long a file or a function may be, that no file imports
+//! (through others) a file that imports it, and which test files belong to
+//! the mpirun tier (their names end in `_mpi`). Unit-test modules
 //! (everything from a file's first `#[cfg(test)]` line on) are exempt from
 //! the import rules.
+
+#[path = "architecture/shape.rs"]
+mod shape;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -308,4 +312,68 @@ fn test_files_that_launch_mpirun_and_only_those_end_in_mpi() {
     }
     wrong.sort();
     assert!(wrong.is_empty(), "test tiers:\n{}", wrong.join("\n"));
+}
+
+/// A function a newcomer can read in one sitting: none in `src/` is longer
+/// than 100 lines (from its `fn` line to its closing brace).
+#[test]
+fn no_function_is_over_100_lines() {
+    let mut long = Vec::new();
+    for f in rust_files(&src()) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (name, line, len) in shape::function_lengths(&text) {
+            if len > 100 {
+                let rel = f.strip_prefix(src()).unwrap().display().to_string();
+                long.push(format!("{rel}:{line} {name} ({len} lines)"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 100 lines:\n{}",
+        long.join("\n")
+    );
+}
+
+/// A file's code without its unit-test module (from a `#[cfg(test)]` line
+/// that opens a `mod`) and without comments.
+fn code_without_test_module(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines
+                    .get(i + 1)
+                    .is_some_and(|l| l.trim_start().starts_with("mod "))
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// No import circles: no file of `src/` imports, directly or through
+/// others, a file that imports it (paths through `crate::`, `super::` and
+/// `self::`; a folder's `mod.rs` declaring its files is not an import).
+#[test]
+fn no_file_imports_a_file_that_imports_it() {
+    let files = rust_files(&src());
+    let graph = shape::import_graph(&src(), &files, code_without_test_module);
+    let circles: Vec<String> = shape::circles(&graph)
+        .into_iter()
+        .map(|c| {
+            c.iter()
+                .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+                .collect::<Vec<_>>()
+                .join(" <-> ")
+        })
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
 }

@@ -528,7 +528,10 @@ fn anomalies_per_function(anomalies: &[&ExecRecord]) -> HashMap<u32, (u64, f64)>
 
 /// A function's (calls, mean, standard deviation) of the runtime the
 /// report shows: inclusive or exclusive.
-fn runtime_stats(s: &crate::provenance::records::FuncStatsRow, use_inclusive: bool) -> (u64, f64, f64) {
+fn runtime_stats(
+    s: &crate::provenance::records::FuncStatsRow,
+    use_inclusive: bool,
+) -> (u64, f64, f64) {
     if use_inclusive {
         (s.inclusive_count, s.inclusive_mean, s.inclusive_stddev)
     } else {
@@ -778,7 +781,11 @@ fn anomaly_data(p: &Provenance, ranks: &RankIndex, anomalies: &[&ExecRecord]) ->
 
 /// What the page keeps of one anomaly beyond its row: frames, window,
 /// messages, counters, GPU context, and the model's prediction.
-fn detail(p: &Provenance, r: &ExecRecord, stack: &[crate::provenance::records::CallStackRow]) -> Value {
+fn detail(
+    p: &Provenance,
+    r: &ExecRecord,
+    stack: &[crate::provenance::records::CallStackRow],
+) -> Value {
     let d = &p.collections[0];
     let frames: Vec<Value> = stack
         .iter()
