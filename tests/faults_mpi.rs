@@ -341,6 +341,75 @@ fn stalled_and_killed_writers_end_their_streams_only() {
     }
 }
 
+/// Four stalled streams on one AD rank are given up together, one
+/// `--step-timeout` after their last step, not one after the other (which
+/// took four timeouts), and each records how long it really waited.
+#[test]
+fn stalled_streams_of_one_rank_time_out_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut apps = writers(&data, "BP4", 8, 40);
+    let out = dir.path().join("prov.h5");
+    let mut ad = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out);
+    ad.args(["--engine", "BP4", "--app-ranks", "8", "--step-timeout", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let ad = ad.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // AD rank 1 reads application ranks 4..8: all four writers hang.
+    for a in &apps[4..8] {
+        // SAFETY: kill(2) on our own child processes.
+        unsafe { libc::kill(a.id() as i32, libc::SIGSTOP) };
+    }
+    let stopped = Instant::now();
+    let result = ad.wait_with_output().unwrap();
+    let waited = stopped.elapsed();
+    for a in &mut apps {
+        // SAFETY: as above.
+        unsafe { libc::kill(a.id() as i32, libc::SIGKILL) };
+        let _ = a.wait();
+    }
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(3), "{err}");
+    // One timeout (3 s) and the others' last steps, not four timeouts.
+    assert!(waited < Duration::from_secs(9), "{waited:?}\n{err}");
+    let p = Provenance::load(&out).unwrap();
+    let states = stream_states(&p);
+    for r in 0..4 {
+        assert_eq!(states[r], ("ended".into(), 40), "{states:?}");
+    }
+    for row in p.streams.iter().filter(|r| r.rid >= 4) {
+        assert_eq!(row.state.as_str(), "stalled", "{states:?}");
+        assert!(
+            (3.0..4.5).contains(&row.stalled_after_s),
+            "stream {}: stalled after {} s",
+            row.rid,
+            row.stalled_after_s
+        );
+    }
+    // `inspect` says it first, for people and for scripts.
+    let text = run_ok(Command::new(exe()).arg("inspect").arg(&out));
+    let second = text.lines().nth(1).unwrap_or("");
+    assert!(
+        second.starts_with("warning: 4 of 8 stream(s) did not end cleanly"),
+        "{text}"
+    );
+    assert_eq!(text.matches("stalled at step").count(), 4, "{text}");
+    let json = run_ok(Command::new(exe()).args(["inspect", "--json"]).arg(&out));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let states: Vec<&str> = doc["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states.iter().filter(|s| **s == "stalled").count(),
+        4,
+        "{json}"
+    );
+}
+
 /// A slow in-situ run (3 SST writer processes, 3 AD ranks) whose rank-0
 /// progress lines are read as they come, so that a test acts once the run
 /// is as far as it needs instead of after a fixed sleep (which a loaded
@@ -501,6 +570,14 @@ fn sigterm_stops_every_rank_together_and_marks_the_file() {
     let steps: u64 = p.attrs["steps_written"].parse().unwrap();
     assert!(steps >= 10, "{steps}");
     assert!(p.steps.len() as u64 >= 3 * (steps - 1));
+    // The count and the message name exactly the steps whose data is in
+    // the file (a read the signal interrupted is not one of them).
+    let last = p.steps.iter().map(|s| s.io_step).max().unwrap();
+    assert_eq!(last + 1, steps);
+    assert!(
+        err.contains(&format!("holds steps 0..={last} and")),
+        "{err}"
+    );
     assert!(p.streams.iter().all(|s| s.state.as_str() == "reading"));
 }
 

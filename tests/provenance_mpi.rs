@@ -332,6 +332,22 @@ fn a_killed_run_leaves_a_readable_file_with_every_flushed_step() {
     let json = run_ok(Command::new(exe()).args(["inspect", "--json"]).arg(&out));
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["completed"], false);
+    // A reader that stops early (`inspect FILE | head`): no error, status 0.
+    let mut early = Command::new(exe())
+        .args(["inspect", "--settings"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(early.stdout.take());
+    let early = early.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&early.stderr);
+    assert!(
+        early.status.success() && err.is_empty(),
+        "{:?}: {err}",
+        early.status
+    );
 }
 
 /// Every rank fails; the error, the same on every rank, is said once.

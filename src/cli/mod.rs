@@ -110,11 +110,22 @@ pub fn main() -> ExitCode {
         Err(e) if e.is::<ExitStatus>() => {
             ExitCode::from(e.downcast_ref::<ExitStatus>().map_or(1, |s| s.0))
         }
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("chimbuko-mpi: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether the error is a write into a closed pipe (`inspect FILE | head`):
+/// the reader took what it wanted, so the command ends quietly with status
+/// 0, as other command-line tools do.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// A command line clap refused. A bad value that came from the

@@ -22,7 +22,7 @@ pub mod export_json;
 pub mod ross;
 
 use crate::provenance::read::{own_stack, slice, Provenance};
-use crate::provenance::records::{ExecRecord, LABEL_ANOMALY};
+use crate::provenance::records::{ExecRecord, StreamRow, LABEL_ANOMALY};
 use crate::trace::format::{split_stream_name, TAU_IO_NAME};
 
 /// What `inspect` shows.
@@ -133,6 +133,7 @@ pub fn inspect_json(p: &Provenance, o: InspectOptions) -> Value {
         .collect();
     json!({
         "completed": completed(p),
+        "streams": p.streams.iter().map(|r| stream_json(&names, r)).collect::<Vec<_>>(),
         "incidents": p.incidents.to_json(),
         "attributes": attrs,
         "anomalies": anomalies.len(),
@@ -194,6 +195,7 @@ pub fn print_inspect(
     o: InspectOptions,
 ) -> std::io::Result<()> {
     print_run_line(p, out)?;
+    print_stream_health(p, out)?;
     out.write_all(
         crate::incidents::text::list_text(&p.incidents, crate::incidents::Source::Tau, o.top)
             .as_bytes(),
@@ -213,6 +215,67 @@ pub fn print_inspect(
     )?;
     print_tallies(p, &anomalies, out, o.top)?;
     print_worst(p, out, o.worst)
+}
+
+/// How a stream ended, in words: `ended`, `failed at step N: why`,
+/// `stalled at step N after S s`, or `still reading` (the run stopped
+/// first).
+fn stream_end(r: &StreamRow) -> String {
+    match r.state.as_str() {
+        "failed" => format!("failed at step {}: {}", r.stopped_at, r.message.as_str()),
+        "stalled" => format!(
+            "stalled at step {} after {:.1} s without a new step",
+            r.stopped_at, r.stalled_after_s
+        ),
+        "reading" => "still reading when the run stopped".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// One stream of the file as `inspect --json` shows it.
+fn stream_json(names: &BTreeMap<u32, String>, r: &StreamRow) -> Value {
+    json!({
+        "program": r.pid,
+        "rank": r.rid,
+        "label": rank_label(names, r.pid, r.rid),
+        "state": r.state.as_str(),
+        "ended": stream_end(r),
+        "steps": r.steps,
+        "rows": r.rows,
+        "stopped_at": (r.state.as_str() != "ended").then_some(r.stopped_at),
+        "stalled_after_s": (r.state.as_str() == "stalled").then_some(r.stalled_after_s),
+        "message": (!r.message.as_str().is_empty()).then(|| r.message.as_str().to_owned()),
+    })
+}
+
+/// When any stream did not end cleanly, says so right after the run's
+/// line: how many, and how each of them ended.
+fn print_stream_health(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
+    let bad: Vec<&StreamRow> = p
+        .streams
+        .iter()
+        .filter(|r| r.state.as_str() != "ended")
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let names = program_names(p);
+    writeln!(
+        out,
+        "warning: {} of {} stream(s) did not end cleanly:",
+        bad.len(),
+        p.streams.len()
+    )?;
+    for r in bad {
+        writeln!(
+            out,
+            "  {} ({} steps read): {}",
+            rank_label(&names, r.pid, r.rid),
+            r.steps,
+            stream_end(r)
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether the run completed (a warning when it did not), and the run in

@@ -105,11 +105,16 @@ pub fn run_ross(cmd: &RossCommand, coll: &Collectives) -> anyhow::Result<Finding
                 mb / t.seconds.max(1e-9)
             );
         }
-        print!("{}", report.full_text(&findings));
+        // A reader that stopped early (`ross DIR | head`) gets no panic:
+        // the summary JSON is still written, then `main` ends quietly.
+        let printed = std::io::stdout()
+            .lock()
+            .write_all(report.full_text(&findings).as_bytes());
         if let Some(p) = &cmd.summary_out {
             std::fs::write(p, report.summary_json_text())
                 .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
         }
+        printed?;
     }
     Ok(findings)
 }

@@ -163,12 +163,18 @@ impl std::fmt::Display for StreamsFailed {
         } else {
             " (the messages are above)"
         };
+        // What became of the rest: said only when there is a rest.
+        let others = if self.failed + self.stalled < self.streams {
+            "; the others were analysed to their end"
+        } else {
+            "; every stream stopped before its end (the steps read until then are analysed)"
+        };
         if self.none_read {
             write!(f, "error: no stream could be read: {whom}{more}")
         } else {
             write!(
                 f,
-                "warning: {whom}{more}; the others were analysed to their end. Exit status {}; --allow-failed-streams exits 0",
+                "warning: {whom}{more}{others}. Exit status {}; --allow-failed-streams exits 0",
                 STREAMS_FAILED_EXIT
             )
         }

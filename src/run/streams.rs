@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -85,6 +85,12 @@ pub struct OwnedStream {
     pub steps: u64,
     /// Rows read so far.
     pub rows: u64,
+    /// Since when the stream's next step has been awaited (its request,
+    /// or its last step's arrival when the next was asked for at once):
+    /// the `--step-timeout` of every stream runs from there, so streams
+    /// waited for one after another time out together, not one after the
+    /// other.
+    pub waiting_since: Option<Instant>,
     /// The run step of the last step read.
     pub last_step: Option<u64>,
     /// Run step at which the stream stopped (ended, stalled or failed).
@@ -122,6 +128,7 @@ impl OwnedStream {
             steps: 0,
             rows: 0,
             last_step: None,
+            waiting_since: None,
             stopped_at: None,
             issues: BTreeMap::new(),
             links: Default::default(),
@@ -204,6 +211,7 @@ impl OwnedStream {
         let spare = self.spare.take();
         if let Some(r) = self.reader.as_mut() {
             r.request(spare);
+            self.waiting_since.get_or_insert_with(Instant::now);
         }
     }
 
@@ -213,7 +221,13 @@ impl OwnedStream {
     pub fn wait_step(&mut self, opts: &RunOptions, step: u64) -> Option<TraceStep> {
         let reader = self.reader.as_mut()?;
         let limit = opts.step_timeout.max(Duration::from_millis(100));
-        match reader.wait(limit, &|| signals::received().is_some()) {
+        let since = *self.waiting_since.get_or_insert_with(Instant::now);
+        let left = (since + limit).saturating_duration_since(Instant::now());
+        let waited = reader.wait(left, &|| signals::received().is_some());
+        if !matches!(waited, Waited::Interrupted | Waited::Opened) {
+            self.waiting_since = None;
+        }
+        match waited {
             Waited::Step(st) => {
                 self.steps += 1;
                 self.rows += st.row_count();
@@ -226,7 +240,7 @@ impl OwnedStream {
                 None
             }
             Waited::TimedOut => {
-                let after_secs = limit.as_secs_f64();
+                let after_secs = since.elapsed().as_secs_f64();
                 if !opts.quiet {
                     eprintln!(
                         "warning: {}: no new step for {after_secs:.0} s; treating the stream as ended",

@@ -125,10 +125,10 @@ impl ThreadedReader {
             if interrupted() {
                 return Waited::Interrupted;
             }
+            // At or past the deadline this still takes a reply that is
+            // already there (a zero timeout): a step that came in while
+            // another stream was waited for is not a stall.
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Waited::TimedOut;
-            }
             match self
                 .replies
                 .recv_timeout(left.min(Duration::from_millis(100)))
@@ -144,6 +144,7 @@ impl ThreadedReader {
                         Reply::Step(Ok(NextStep::NotReady)) => Waited::TimedOut,
                     };
                 }
+                Err(RecvTimeoutError::Timeout) if left.is_zero() => return Waited::TimedOut,
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => {
                     self.pending = false;

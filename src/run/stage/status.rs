@@ -70,9 +70,21 @@ impl Pipeline<'_> {
             .step_done(&self.state.context(), step, any_data);
         if g[field::STOP] > 0 {
             let sig = signals::received().map_or("a signal on another AD rank", signals::name);
-            self.abort(step + 1, Some(sig.to_owned()));
+            // A step whose read the signal interrupted brought no data: it
+            // is not one of the steps the file holds.
+            let steps = if any_data {
+                step + 1
+            } else {
+                self.state.steps_done
+            };
+            self.abort(steps, Some(sig.to_owned()));
+            let held = match steps {
+                0 => "no step".to_owned(),
+                n => format!("steps 0..={}", n - 1),
+            };
+            let when = if any_data { "after" } else { "while reading" };
             anyhow::bail!(
-                "stopped by {sig} after step {step}; the provenance file holds steps 0..={step} and says completed = 0"
+                "stopped by {sig} {when} step {step}; the provenance file holds {held} and says completed = 0"
             );
         }
         let st = &mut self.state;
