@@ -8,6 +8,7 @@
 //! Every function returns the SVG text, or a short SVG that says why there
 //! is nothing to draw: a chart never fails the report.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -452,34 +453,18 @@ pub fn scatter(title: &str, x_desc: &str, y_desc: &str, points: &[(f64, f64, boo
     }
     let (x0, x1) = range(points.iter().map(|p| p.0));
     let (y0, y1) = range(points.iter().map(|p| p.1).chain([0.0]));
-    let normal: Vec<(f64, f64)> = thin(
-        &points
+    // The normal and the anomalous points, each thinned on its own.
+    let labelled = |anomaly: bool| -> Vec<(f64, f64)> {
+        let these: Vec<(f64, f64)> = points
             .iter()
-            .filter(|p| !p.2)
+            .filter(|p| p.2 == anomaly)
             .map(|p| (p.0, p.1))
-            .collect::<Vec<_>>(),
-    );
-    let anomalous: Vec<(f64, f64)> = thin(
-        &points
-            .iter()
-            .filter(|p| p.2)
-            .map(|p| (p.0, p.1))
-            .collect::<Vec<_>>(),
-    );
+            .collect();
+        thin(&these)
+    };
+    let (normal, anomalous) = (labelled(false), labelled(true));
     svg(title, (WIDE / 2 - 10, TALL), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 14))
-            .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let mut chart = half_width_frame(root, title, (x0..x1, y0..y1), (x_desc, y_desc))?;
         chart
             .draw_series(normal.iter().map(|&p| Circle::new(p, 2, NORMAL.filled())))
             .map_err(|e| e.to_string())?;
@@ -494,6 +479,30 @@ pub fn scatter(title: &str, x_desc: &str, y_desc: &str, points: &[(f64, f64, boo
     })
 }
 
+/// The frame of the half-width charts: the caption, the margins, the axes
+/// over `x` × `y` with their descriptions, and the mesh, drawn.
+fn half_width_frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x_desc, y_desc): (&str, &str),
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 14))
+        .margin(8)
+        .x_label_area_size(34)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x, y)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(chart)
+}
+
 /// Predicted against actual values with the diagonal (model runs).
 pub fn predicted_vs_actual(title: &str, points: &[(f64, f64)]) -> String {
     if points.is_empty() {
@@ -502,19 +511,8 @@ pub fn predicted_vs_actual(title: &str, points: &[(f64, f64)]) -> String {
     let (lo, hi) = range(points.iter().flat_map(|p| [p.0, p.1]).chain([0.0]));
     let points = thin(points);
     svg(title, (WIDE / 2 - 10, TALL + 40), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 14))
-            .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
-            .build_cartesian_2d(lo..hi, lo..hi)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc("predicted (µs)")
-            .y_desc("actual (µs)")
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let axes = ("predicted (µs)", "actual (µs)");
+        let mut chart = half_width_frame(root, title, (lo..hi, lo..hi), axes)?;
         chart
             .draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.mix(0.4)))
             .map_err(|e| e.to_string())?;
