@@ -136,7 +136,9 @@ fn follow_live(
     };
     let mut on_live = |l: &LiveAnomaly| {
         let line = live_line(l);
-        println!("{}", live_text(&line));
+        // Not println!: a reader that stopped early must not end the
+        // analysis (the final summary's write then ends it quietly).
+        let _ = writeln!(std::io::stdout().lock(), "{}", live_text(&line));
         if let Some(f) = live_file.as_mut() {
             let _ = writeln!(f, "{line}");
             let _ = f.flush();
