@@ -936,6 +936,35 @@ fn is_due(ts: u64, bound: u64, inclusive: bool) -> bool {
     ts < bound || (inclusive && ts == bound)
 }
 
+/// The next of a thread's rows (`rows[*next..]`, indices into `table`)
+/// that is due (its timestamp, column `ts_col`, before the bound; see
+/// [`is_due`]): moves `next` past it, and past indices outside the table,
+/// and returns its index, the row and its timestamp; `None` at the first
+/// row not due yet. What the comm and the counter halves of
+/// [`attach_until`] walk their rows with.
+#[inline(always)]
+fn next_due_row<'t, const W: usize>(
+    rows: &[u32],
+    next: &mut usize,
+    table: &'t [[u64; W]],
+    ts_col: usize,
+    (bound, inclusive): (u64, bool),
+) -> Option<(u32, &'t [u64; W], u64)> {
+    while let Some(&ri) = rows.get(*next) {
+        let Some(row) = table.get(ri as usize) else {
+            *next += 1;
+            continue;
+        };
+        let ts = row[ts_col];
+        if !is_due(ts, bound, inclusive) {
+            return None;
+        }
+        *next += 1;
+        return Some((ri, row, ts));
+    }
+    None
+}
+
 /// The comm half of [`attach_until`]: attaches the thread's due comm rows
 /// to the innermost open call (counting those beyond the cap as dropped),
 /// or records them as unattached when no call is open.
@@ -950,16 +979,13 @@ fn attach_due_comms(
 ) {
     let cap = target.max_attached;
     let thread = th.thread;
-    while let Some(&ri) = th.comm_rows.get(th.comm_next) {
-        let Some(row) = trace.comms.get(ri as usize) else {
-            th.comm_next += 1;
-            continue;
-        };
-        let ts = row[COMM_COL_TIMESTAMP];
-        if !is_due(ts, bound, inclusive) {
-            break;
-        }
-        th.comm_next += 1;
+    while let Some((ri, row, ts)) = next_due_row(
+        &th.comm_rows,
+        &mut th.comm_next,
+        &trace.comms,
+        COMM_COL_TIMESTAMP,
+        (bound, inclusive),
+    ) {
         let Some(frame) = th.stack.last_mut() else {
             target
                 .out
@@ -1006,16 +1032,13 @@ fn attach_due_counters(
 ) {
     let cap = target.max_attached;
     let thread = th.thread;
-    while let Some(&ri) = th.counter_rows.get(th.counter_next) {
-        let Some(row) = trace.counters.get(ri as usize) else {
-            th.counter_next += 1;
-            continue;
-        };
-        let ts = row[COUNTER_COL_TIMESTAMP];
-        if !is_due(ts, bound, inclusive) {
-            break;
-        }
-        th.counter_next += 1;
+    while let Some((ri, row, ts)) = next_due_row(
+        &th.counter_rows,
+        &mut th.counter_next,
+        &trace.counters,
+        COUNTER_COL_TIMESTAMP,
+        (bound, inclusive),
+    ) {
         let Some(frame) = th.stack.last_mut() else {
             target
                 .out
