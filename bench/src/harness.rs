@@ -64,6 +64,29 @@ impl Bench {
         self.generate(name, &format!("{scenario:?} {extra:?}"), &args, extra)
     }
 
+    /// The `large.toml` streams the throughput and incident sections run
+    /// on (BP5; with `--quick`, three steps of 200,000 events), as the
+    /// `--input` pattern of `run`. Generated once, shared by both.
+    pub(crate) fn large_input(&self) -> anyhow::Result<String> {
+        let extra: &[&str] = if self.quick {
+            &[
+                "--engine",
+                "BP5",
+                "--steps",
+                "3",
+                "--events-per-step",
+                "200000",
+            ]
+        } else {
+            &["--engine", "BP5"]
+        };
+        let data = self.synth("large", Some("large.toml"), extra)?;
+        Ok(data
+            .join("tau-metrics-large-{rank}.bp")
+            .display()
+            .to_string())
+    }
+
     /// Runs `chimbuko-mpi <args> --out work/data/<name> <extra>` unless the
     /// directory holds the output of a run with the same `key`.
     pub(crate) fn generate(

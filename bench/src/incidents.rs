@@ -24,23 +24,7 @@ fn link_share(s: &Value) -> (f64, f64, f64) {
 
 /// Section: the cost of linking anomalies into incidents.
 pub(crate) fn incidents(b: &mut Bench) -> anyhow::Result<()> {
-    let extra: &[&str] = if b.quick {
-        &[
-            "--engine",
-            "BP5",
-            "--steps",
-            "3",
-            "--events-per-step",
-            "200000",
-        ]
-    } else {
-        &["--engine", "BP5"]
-    };
-    let large = b.synth("large", Some("large.toml"), extra)?;
-    let input = large
-        .join("tau-metrics-large-{rank}.bp")
-        .display()
-        .to_string();
+    let input = b.large_input()?;
     let mut rows = Vec::new();
     let mut alone_share: f64 = 0.0;
     for np in [1usize, 2] {

@@ -12,23 +12,7 @@ use crate::plot;
 
 /// Section 1: Function events per second per AD rank, end to end, per detector.
 pub(crate) fn throughput(b: &mut Bench) -> anyhow::Result<()> {
-    let extra: &[&str] = if b.quick {
-        &[
-            "--engine",
-            "BP5",
-            "--steps",
-            "3",
-            "--events-per-step",
-            "200000",
-        ]
-    } else {
-        &["--engine", "BP5"]
-    };
-    let data = b.synth("large", Some("large.toml"), extra)?;
-    let input = data
-        .join("tau-metrics-large-{rank}.bp")
-        .display()
-        .to_string();
+    let input = b.large_input()?;
     let mut rows = Vec::new();
     let mut series: Vec<(String, Vec<f64>)> = Vec::new();
     for np in [1usize, 2] {
