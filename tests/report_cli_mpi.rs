@@ -51,6 +51,18 @@ fn stat(html: &str, key: &str) -> String {
     rest[..rest.find('"').unwrap()].to_owned()
 }
 
+/// `report PROV -o HTML`, and the page it wrote.
+fn report_page(prov: &Path, html: &Path) -> String {
+    run_ok(
+        Command::new(exe())
+            .arg("report")
+            .arg(prov)
+            .arg("-o")
+            .arg(html),
+    );
+    std::fs::read_to_string(html).unwrap()
+}
+
 #[test]
 fn the_page_of_a_run_holds_what_inspect_says_and_nothing_remote() {
     let dir = tempfile::tempdir().unwrap();
@@ -119,15 +131,7 @@ fn the_report_of_the_real_tau_fixture() {
             .args(["--binary", "main1", "--binary", "main2", "--out"])
             .arg(&prov),
     );
-    let html = dir.path().join("tau.html");
-    run_ok(
-        Command::new(exe())
-            .arg("report")
-            .arg(&prov)
-            .arg("-o")
-            .arg(&html),
-    );
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = report_page(&prov, &dir.path().join("tau.html"));
     // Both programs of the workflow, by name.
     assert!(page.contains("main1:") && page.contains("main2:"));
 }
@@ -159,15 +163,7 @@ fn an_incomplete_run_says_so_and_other_files_are_refused() {
         prov.display().to_string()
     );
     run_ok(Command::new(&python).args(["-c", &set]));
-    let html = dir.path().join("killed.html");
-    run_ok(
-        Command::new(exe())
-            .arg("report")
-            .arg(&prov)
-            .arg("-o")
-            .arg(&html),
-    );
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = report_page(&prov, &dir.path().join("killed.html"));
     assert!(page.contains("id=\"incomplete-warning\""));
     assert!(page.contains("This run is incomplete"));
 
