@@ -194,8 +194,9 @@ pub fn print_inspect(
     out: &mut dyn Write,
     o: InspectOptions,
 ) -> std::io::Result<()> {
-    print_run_line(p, out)?;
-    print_stream_health(p, out)?;
+    let names = program_names(p);
+    print_run_line(p, &names, out)?;
+    print_stream_health(p, &names, out)?;
     out.write_all(
         crate::incidents::text::list_text(&p.incidents, crate::incidents::Source::Tau, o.top)
             .as_bytes(),
@@ -213,8 +214,8 @@ pub fn print_inspect(
         p.functions.len(),
         p.steps.len()
     )?;
-    print_tallies(p, &anomalies, out, o.top)?;
-    print_worst(p, out, o.worst)
+    print_tallies(p, &names, &anomalies, out, o.top)?;
+    print_worst(p, &names, out, o.worst)
 }
 
 /// How a stream ended, in words: `ended`, `failed at step N: why`,
@@ -250,7 +251,11 @@ fn stream_json(names: &BTreeMap<u32, String>, r: &StreamRow) -> Value {
 
 /// When any stream did not end cleanly, says so right after the run's
 /// line: how many, and how each of them ended.
-fn print_stream_health(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
+fn print_stream_health(
+    p: &Provenance,
+    names: &BTreeMap<u32, String>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let bad: Vec<&StreamRow> = p
         .streams
         .iter()
@@ -259,7 +264,6 @@ fn print_stream_health(p: &Provenance, out: &mut dyn Write) -> std::io::Result<(
     if bad.is_empty() {
         return Ok(());
     }
-    let names = program_names(p);
     writeln!(
         out,
         "warning: {} of {} stream(s) did not end cleanly:",
@@ -270,7 +274,7 @@ fn print_stream_health(p: &Provenance, out: &mut dyn Write) -> std::io::Result<(
         writeln!(
             out,
             "  {} ({} steps read): {}",
-            rank_label(&names, r.pid, r.rid),
+            rank_label(names, r.pid, r.rid),
             r.steps,
             stream_end(r)
         )?;
@@ -280,7 +284,11 @@ fn print_stream_health(p: &Provenance, out: &mut dyn Write) -> std::io::Result<(
 
 /// Whether the run completed (a warning when it did not), and the run in
 /// one line.
-fn print_run_line(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
+fn print_run_line(
+    p: &Provenance,
+    names: &BTreeMap<u32, String>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     if !completed(p) {
         let why = p
             .attrs
@@ -294,7 +302,7 @@ fn print_run_line(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
     }
     let a = |k: &str| p.attrs.get(k).map_or("?", String::as_str);
-    let programs: Vec<String> = program_names(p).into_values().collect();
+    let programs: Vec<&str> = names.values().map(String::as_str).collect();
     writeln!(
         out,
         "{}: {} stream(s) on {} AD rank(s), {} step(s), detector {}, {} .. {}",
@@ -329,11 +337,11 @@ fn print_settings(p: &Provenance, out: &mut dyn Write) -> std::io::Result<()> {
 /// The anomalies per function (the `top` first) and per rank.
 fn print_tallies(
     p: &Provenance,
+    names: &BTreeMap<u32, String>,
     anomalies: &[&ExecRecord],
     out: &mut dyn Write,
     top: usize,
 ) -> std::io::Result<()> {
-    let names = program_names(p);
     let (funcs, ranks) = tallies(anomalies);
     writeln!(out, "\nanomalies per function")?;
     writeln!(out, "{:>9} {:>10}  function", "anomalies", "max score")?;
@@ -343,14 +351,18 @@ fn print_tallies(
     writeln!(out, "\nanomalies per rank (program:rank)")?;
     let line: Vec<String> = ranks
         .iter()
-        .map(|((pid, rid), n)| format!("{}={n}", rank_label(&names, *pid, *rid)))
+        .map(|((pid, rid), n)| format!("{}={n}", rank_label(names, *pid, *rid)))
         .collect();
     writeln!(out, "  {}", line.join("  "))
 }
 
 /// The `n` worst anomalies, each with its call stack.
-fn print_worst(p: &Provenance, out: &mut dyn Write, n: usize) -> std::io::Result<()> {
-    let names = program_names(p);
+fn print_worst(
+    p: &Provenance,
+    names: &BTreeMap<u32, String>,
+    out: &mut dyn Write,
+    n: usize,
+) -> std::io::Result<()> {
     writeln!(out, "\nworst anomalies")?;
     let d = &p.collections[0];
     for r in worst(p, n) {
@@ -367,7 +379,7 @@ fn print_worst(p: &Provenance, out: &mut dyn Write, n: usize) -> std::io::Result
             "  {} {} on {} thread {}: exclusive {} us, total {} us, score {:.2}, step {}{model}",
             r.event_id.as_str(),
             p.function_name(r.fid),
-            rank_label(&names, r.pid, r.rid),
+            rank_label(names, r.pid, r.rid),
             r.tid,
             r.runtime_exclusive,
             r.runtime_total,
