@@ -96,9 +96,13 @@ fn corrupt_and_foreign_streams_fail_alone() {
         std::fs::write(s1.join(f), b"this is not an ADIOS2 file at all, sorry").unwrap();
     }
     let out = dir.path().join("prov.h5");
+    let (html, summary) = (dir.path().join("r.html"), dir.path().join("s.json"));
     let start = Instant::now();
     let result = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out)
-        .args(["--step-timeout", "3", "--open-timeout", "5"])
+        .args(["--step-timeout", "3", "--open-timeout", "5", "--report"])
+        .arg(&html)
+        .arg("--summary-out")
+        .arg(&summary)
         .output()
         .unwrap();
     assert!(start.elapsed() < Duration::from_secs(60));
@@ -115,6 +119,20 @@ fn corrupt_and_foreign_streams_fail_alone() {
         1,
         "{stderr}"
     );
+    // Only rank 0 carries the verdict, after every rank has finished: no
+    // process is killed, and the outputs rank 0 writes last are whole.
+    assert!(!stderr.contains("exited on signal"), "{stderr}");
+    if stderr.contains("Process name:") {
+        assert!(
+            stderr.contains(",1],0]"),
+            "the first non-zero exit is rank 0's:\n{stderr}"
+        );
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.trim_end().ends_with("</html>"), "the report is whole");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert!(json.is_object(), "the summary is whole");
     let p = Provenance::load(&out).unwrap();
     assert_eq!(p.attrs["completed"], "1");
     let states = stream_states(&p);

@@ -50,14 +50,21 @@ pub fn run_on_mpi(opts: &RunOptions) -> anyhow::Result<()> {
     if let Err(e) = &result {
         crate::sys::signals::ending();
         if let Some(f) = e.downcast_ref::<StreamsFailed>() {
-            // The same on every rank: said once, and nobody exits before it
-            // is said (mpirun ends the job as soon as one rank exits
-            // non-zero).
+            // The same on every rank: said once, and the verdict carried by
+            // rank 0's exit status alone, after every rank has finished its
+            // work (the barrier) and left MPI (`coll` is dropped before the
+            // status reaches `main`). mpirun kills the other processes as
+            // soon as one exits non-zero; with only rank 0 non-zero, and
+            // last, nothing is left to cut short.
+            let code = f.exit_code();
             if coll.rank() == 0 {
                 eprintln!("chimbuko-mpi: {f}");
             }
             coll.barrier();
-            return Err(anyhow::Error::new(ExitStatus(f.exit_code())));
+            if coll.rank() != 0 {
+                return Ok(());
+            }
+            return Err(anyhow::Error::new(ExitStatus(code)));
         }
         // An error every rank found alike (agreed through a collective) is
         // said once, by rank 0, without a rank.
