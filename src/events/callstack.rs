@@ -172,6 +172,22 @@ struct CompletionTarget<'a> {
     max_attached: usize,
 }
 
+impl CompletionTarget<'_> {
+    /// Records that function row `row_idx` (`row`) of `thread` was
+    /// rejected, and why (`why` runs only for the first of its kind).
+    #[inline(always)]
+    fn reject_row(
+        &mut self,
+        (thread, row_idx, row): (u64, usize, &FuncEvent),
+        kind: EventIssueKind,
+        why: impl FnOnce() -> String,
+    ) {
+        self.out.issues.record(kind, Some(thread), || {
+            format!("function row {row_idx} = {row:?}: {}", why())
+        });
+    }
+}
+
 impl CallStackBuilder {
     /// A builder for the stream `stream_name` (used in messages) of
     /// program `program` and application rank `rank`, with no open calls.
@@ -475,30 +491,26 @@ impl CallStackBuilder {
         issues: &mut EventIssues,
         range: &mut TsRange,
     ) {
-        let mut last: Option<(u64, usize)> = None;
-        for (i, row) in trace.comms.iter().enumerate() {
-            let ts = row[COMM_COL_TIMESTAMP];
-            range.add(ts);
-            let code = lookup(&self.event_codes, row[COMM_COL_EVENT_TYPE], ET_UNKNOWN);
-            if code != ET_SEND && code != ET_RECV {
+        // Taken out for the walk, which holds `self`, and put back after.
+        let codes = std::mem::take(&mut self.event_codes);
+        let table = (trace.comms.as_slice(), COMM_COL_TIMESTAMP);
+        self.distribute(Pending::Comms, table, range, |i, row, _| {
+            let code = lookup(&codes, row[COMM_COL_EVENT_TYPE], ET_UNKNOWN);
+            let known = code == ET_SEND || code == ET_RECV;
+            if !known {
+                let what = || {
+                    let et = row[COMM_COL_EVENT_TYPE];
+                    format!("comm row {i} = {row:?}: event type {et} is not SEND/RECV")
+                };
                 issues.record(
                     EventIssueKind::UnknownEventType,
                     Some(row[COL_THREAD]),
-                    || {
-                        format!(
-                            "comm row {i} = {row:?}: event type {} is not SEND/RECV",
-                            row[COMM_COL_EVENT_TYPE]
-                        )
-                    },
+                    what,
                 );
-                continue;
             }
-            let slot = self.cached_slot(&mut last, row[COL_THREAD]);
-            let th = &mut self.threads[slot];
-            th.comm_rows.push(i as u32);
-            th.next_attach_ts = th.next_attach_ts.min(ts);
-            self.touch(slot);
-        }
+            known
+        });
+        self.event_codes = codes;
     }
 
     /// Sorts counter rows out per thread; monitoring counters go straight to
@@ -510,10 +522,8 @@ impl CallStackBuilder {
         out: &mut StepEvents,
         range: &mut TsRange,
     ) {
-        let mut last: Option<(u64, usize)> = None;
-        for (i, row) in trace.counters.iter().enumerate() {
-            let ts = row[COUNTER_COL_TIMESTAMP];
-            range.add(ts);
+        let table = (trace.counters.as_slice(), COUNTER_COL_TIMESTAMP);
+        self.distribute(Pending::Counters, table, range, |i, row, ts| {
             let local = row[COUNTER_COL_COUNTER];
             let Some(global) = lookup(&map.counters, local, None) else {
                 out.issues.record(
@@ -521,7 +531,7 @@ impl CallStackBuilder {
                     Some(row[COL_THREAD]),
                     || format!("counter row {i} = {row:?}: counter {local} has no global index"),
                 );
-                continue;
+                return false;
             };
             if lookup(&map.counter_roles, local, CounterRole::Plain) == CounterRole::Monitoring {
                 out.node_state.push(CounterEvent {
@@ -529,14 +539,49 @@ impl CallStackBuilder {
                     value: row[COUNTER_COL_VALUE],
                     ts,
                 });
-                continue;
+                return false;
             }
-            let slot = self.cached_slot(&mut last, row[COL_THREAD]);
-            let th = &mut self.threads[slot];
-            th.counter_rows.push(i as u32);
-            th.next_attach_ts = th.next_attach_ts.min(ts);
-            self.touch(slot);
+            true
+        });
+    }
+
+    /// Makes the rows of one kind that `keep` accepts pending on their
+    /// threads (`keep` records why it rejects one); widens `range` by every
+    /// row's timestamp.
+    #[inline(always)]
+    fn distribute<const W: usize>(
+        &mut self,
+        pending: Pending,
+        (table, ts_col): (&[[u64; W]], usize),
+        range: &mut TsRange,
+        mut keep: impl FnMut(usize, &[u64; W], u64) -> bool,
+    ) {
+        let mut last: Option<(u64, usize)> = None;
+        for (i, row) in table.iter().enumerate() {
+            let ts = row[ts_col];
+            range.add(ts);
+            if keep(i, row, ts) {
+                self.pend(&mut last, row[COL_THREAD], pending, (i, ts));
+            }
         }
+    }
+
+    /// Makes row `i` (at `ts`) of that kind pending on its thread.
+    fn pend(
+        &mut self,
+        last: &mut Option<(u64, usize)>,
+        thread: u64,
+        pending: Pending,
+        (i, ts): (usize, u64),
+    ) {
+        let slot = self.cached_slot(last, thread);
+        let th = &mut self.threads[slot];
+        match pending {
+            Pending::Comms => th.comm_rows.push(i as u32),
+            Pending::Counters => th.counter_rows.push(i as u32),
+        }
+        th.next_attach_ts = th.next_attach_ts.min(ts);
+        self.touch(slot);
     }
 
     /// Slot lookup remembering the previous row's thread (comm and counter
@@ -635,16 +680,9 @@ fn replay_run(
         let code = lookup(codes, u64::from(row.event_type), ET_UNKNOWN);
         let is_exit = code == ET_EXIT;
         if code != ET_ENTRY && !is_exit {
-            target
-                .out
-                .issues
-                .record(EventIssueKind::UnknownEventType, Some(th.thread), || {
-                    format!(
-                        "function row {} = {row:?}: event type {} is not ENTRY/EXIT",
-                        base + k,
-                        row.event_type
-                    )
-                });
+            let why = || format!("event type {} is not ENTRY/EXIT", row.event_type);
+            let at = (th.thread, base + k, row);
+            target.reject_row(at, EventIssueKind::UnknownEventType, why);
             continue;
         }
         // The ordinal counts every ENTRY row, valid or not, so ids depend
@@ -659,15 +697,9 @@ fn replay_run(
 
         let local = u64::from(row.function);
         let Some(function) = lookup(&map.functions, local, None) else {
-            target
-                .out
-                .issues
-                .record(EventIssueKind::UnknownFunction, Some(th.thread), || {
-                    format!(
-                        "function row {} = {row:?}: function {local} has no global index",
-                        base + k
-                    )
-                });
+            let why = || format!("function {local} has no global index");
+            let at = (th.thread, base + k, row);
+            target.reject_row(at, EventIssueKind::UnknownFunction, why);
             continue;
         };
 
@@ -699,15 +731,9 @@ fn push_entry(
     target: &mut CompletionTarget<'_>,
 ) {
     if th.stack.len() >= max_depth {
-        target
-            .out
-            .issues
-            .record(EventIssueKind::DepthLimit, Some(th.thread), || {
-                format!(
-                    "function row {row_idx} = {row:?}: stack already {} deep",
-                    th.stack.len()
-                )
-            });
+        let why = || format!("stack already {} deep", th.stack.len());
+        let at = (th.thread, row_idx, row);
+        target.reject_row(at, EventIssueKind::DepthLimit, why);
         return;
     }
     if let Some(parent) = th.stack.last_mut() {
@@ -750,23 +776,16 @@ fn apply_exit(
     // The common case is a match with the top of the stack.
     match th.stack.last() {
         None => {
-            target
-                .out
-                .issues
-                .record(EventIssueKind::EmptyStackExit, Some(th.thread), || {
-                    format!("function row {row_idx} = {row:?}: no open call")
-                });
+            let why = || "no open call".to_owned();
+            let at = (th.thread, row_idx, row);
+            target.reject_row(at, EventIssueKind::EmptyStackExit, why);
         }
         Some(top) if top.function == function => {
             if ts < top.entry {
                 let entry = top.entry;
-                target.out
-                    .issues
-                    .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
-                        format!(
-                            "function row {row_idx} = {row:?}: exit at {ts} before its entry at {entry}"
-                        )
-                    });
+                let why = || format!("exit at {ts} before its entry at {entry}");
+                let at = (th.thread, row_idx, row);
+                target.reject_row(at, EventIssueKind::ExitBeforeEntry, why);
             } else {
                 close_top(th, ts, target);
             }
@@ -787,24 +806,17 @@ fn close_deeper(
 ) {
     let Some(pos) = th.stack.iter().rposition(|f| f.function == function) else {
         let top = th.stack.last().map_or(0, |f| f.function);
-        target.out
-            .issues
-            .record(EventIssueKind::MismatchedExit, Some(th.thread), || {
-                format!(
-                    "function row {row_idx} = {row:?}: function {function} is not open (top is {top})"
-                )
-            });
+        let why = || format!("function {function} is not open (top is {top})");
+        let at = (th.thread, row_idx, row);
+        target.reject_row(at, EventIssueKind::MismatchedExit, why);
         return;
     };
     let latest_entry = th.stack[pos..].iter().map(|f| f.entry).max().unwrap_or(0);
     if ts < latest_entry {
-        target.out
-            .issues
-            .record(EventIssueKind::ExitBeforeEntry, Some(th.thread), || {
-                format!(
-                    "function row {row_idx} = {row:?}: exit at {ts} before the entry at {latest_entry} of a call it would close"
-                )
-            });
+        let why =
+            || format!("exit at {ts} before the entry at {latest_entry} of a call it would close");
+        let at = (th.thread, row_idx, row);
+        target.reject_row(at, EventIssueKind::ExitBeforeEntry, why);
         return;
     }
     while th.stack.len() > pos + 1 {
@@ -924,8 +936,23 @@ fn attach_until(
     map: &IndexMap,
     target: &mut CompletionTarget<'_>,
 ) {
-    attach_due_comms(th, bound, inclusive, trace, map, target);
-    attach_due_counters(th, bound, inclusive, trace, map, target);
+    let due = (bound, inclusive);
+    let (cap, rank) = (target.max_attached, target.rank);
+    let comms = (trace.comms.as_slice(), COMM_COL_TIMESTAMP);
+    attach_due_rows(th, Pending::Comms, comms, due, target, |th, row, ts| {
+        attach_comm(th, (row, ts), (cap, rank), map);
+    });
+    let counters = (trace.counters.as_slice(), COUNTER_COL_TIMESTAMP);
+    attach_due_rows(
+        th,
+        Pending::Counters,
+        counters,
+        due,
+        target,
+        |th, row, ts| {
+            attach_counter(th, (row, ts), cap, map);
+        },
+    );
     th.next_attach_ts = next_pending_ts(th, trace);
 }
 
@@ -965,108 +992,116 @@ fn next_due_row<'t, const W: usize>(
     None
 }
 
-/// The comm half of [`attach_until`]: attaches the thread's due comm rows
-/// to the innermost open call (counting those beyond the cap as dropped),
-/// or records them as unattached when no call is open.
-#[inline(always)]
-fn attach_due_comms(
-    th: &mut ThreadState,
-    bound: u64,
-    inclusive: bool,
-    trace: &TraceStep,
-    map: &IndexMap,
-    target: &mut CompletionTarget<'_>,
-) {
-    let cap = target.max_attached;
-    let thread = th.thread;
-    while let Some((ri, row, ts)) = next_due_row(
-        &th.comm_rows,
-        &mut th.comm_next,
-        &trace.comms,
-        COMM_COL_TIMESTAMP,
-        (bound, inclusive),
-    ) {
-        let Some(frame) = th.stack.last_mut() else {
-            target
-                .out
-                .issues
-                .record(EventIssueKind::UnattachedComm, Some(thread), || {
-                    format!("comm row {ri} = {row:?}: no open call at {ts}")
-                });
-            continue;
-        };
-        if th.comms.len() - frame.comms_start >= cap {
-            frame.dropped = frame.dropped.saturating_add(1);
-            continue;
+/// Which of a thread's pending rows: its comm rows or its counter rows.
+#[derive(Clone, Copy)]
+enum Pending {
+    Comms,
+    Counters,
+}
+
+impl ThreadState {
+    /// The thread's pending rows of that kind and how far they are walked.
+    #[inline(always)]
+    fn cursor(&mut self, pending: Pending) -> (&[u32], &mut usize) {
+        match pending {
+            Pending::Comms => (&self.comm_rows, &mut self.comm_next),
+            Pending::Counters => (&self.counter_rows, &mut self.counter_next),
         }
-        let partner = row[COMM_COL_PARTNER];
-        let (direction, src, dst) =
-            if lookup(&map.event_types, row[COMM_COL_EVENT_TYPE], None) == Some(EventKind::Send) {
-                (CommDirection::Send, target.rank, partner)
-            } else {
-                (CommDirection::Recv, partner, target.rank)
-            };
-        let bytes = row[COMM_COL_BYTES];
-        th.comms.push(CommEvent {
-            direction,
-            src,
-            dst,
-            tag: row[COMM_COL_TAG],
-            bytes: (bytes <= MAX_PLAUSIBLE_BYTES).then_some(bytes),
-            ts,
-        });
     }
 }
 
-/// The counter half of [`attach_until`]: attaches the thread's due counter
-/// rows to the innermost open call, and collects correlation-id values
-/// (for GPU matching) besides; each list is capped on its own.
+/// Walks the thread's due rows of one kind (see [`next_due_row`]): a row
+/// due while no call is open is recorded as unattached; any other is handed
+/// to `attach` with its timestamp, while the thread's stack is not empty.
 #[inline(always)]
-fn attach_due_counters(
+fn attach_due_rows<const W: usize>(
     th: &mut ThreadState,
-    bound: u64,
-    inclusive: bool,
-    trace: &TraceStep,
-    map: &IndexMap,
+    pending: Pending,
+    (table, ts_col): (&[[u64; W]], usize),
+    due: (u64, bool),
     target: &mut CompletionTarget<'_>,
+    mut attach: impl FnMut(&mut ThreadState, &[u64; W], u64),
 ) {
-    let cap = target.max_attached;
-    let thread = th.thread;
-    while let Some((ri, row, ts)) = next_due_row(
-        &th.counter_rows,
-        &mut th.counter_next,
-        &trace.counters,
-        COUNTER_COL_TIMESTAMP,
-        (bound, inclusive),
-    ) {
-        let Some(frame) = th.stack.last_mut() else {
-            target
-                .out
-                .issues
-                .record(EventIssueKind::UnattachedCounter, Some(thread), || {
-                    format!("counter row {ri} = {row:?}: no open call at {ts}")
-                });
-            continue;
+    let (kind, what) = match pending {
+        Pending::Comms => (EventIssueKind::UnattachedComm, "comm"),
+        Pending::Counters => (EventIssueKind::UnattachedCounter, "counter"),
+    };
+    loop {
+        let (rows, next) = th.cursor(pending);
+        let Some((ri, row, ts)) = next_due_row(rows, next, table, ts_col, due) else {
+            return;
         };
-        let local = row[COUNTER_COL_COUNTER];
-        // Unknown counters were filtered out when distributing.
-        let global = lookup(&map.counters, local, None).unwrap_or(u32::MAX);
-        let value = row[COUNTER_COL_VALUE];
-        let is_corr =
-            lookup(&map.counter_roles, local, CounterRole::Plain) == CounterRole::CorrelationId;
-        if is_corr && th.correlation_ids.len() - frame.correlation_ids_start < cap {
-            th.correlation_ids.push(value);
-        }
-        if th.counters.len() - frame.counters_start >= cap {
-            frame.dropped = frame.dropped.saturating_add(1);
+        if th.stack.is_empty() {
+            let thread = th.thread;
+            target.out.issues.record(kind, Some(thread), || {
+                format!("{what} row {ri} = {row:?}: no open call at {ts}")
+            });
             continue;
         }
-        th.counters.push(CounterEvent {
-            counter: global,
-            value,
-            ts,
-        });
+        attach(th, row, ts);
     }
+}
+
+/// Attaches comm row `row` (at `ts`) to the thread's innermost open call,
+/// or counts it as dropped beyond the cap; `rank` is the stream's own.
+#[inline(always)]
+fn attach_comm(
+    th: &mut ThreadState,
+    (row, ts): (&CommRow, u64),
+    (cap, rank): (usize, u64),
+    map: &IndexMap,
+) {
+    let Some(frame) = th.stack.last_mut() else {
+        return;
+    };
+    if th.comms.len() - frame.comms_start >= cap {
+        frame.dropped = frame.dropped.saturating_add(1);
+        return;
+    }
+    let partner = row[COMM_COL_PARTNER];
+    let (direction, src, dst) =
+        if lookup(&map.event_types, row[COMM_COL_EVENT_TYPE], None) == Some(EventKind::Send) {
+            (CommDirection::Send, rank, partner)
+        } else {
+            (CommDirection::Recv, partner, rank)
+        };
+    let bytes = row[COMM_COL_BYTES];
+    th.comms.push(CommEvent {
+        direction,
+        src,
+        dst,
+        tag: row[COMM_COL_TAG],
+        bytes: (bytes <= MAX_PLAUSIBLE_BYTES).then_some(bytes),
+        ts,
+    });
+}
+
+/// Attaches counter row `row` (at `ts`) to the thread's innermost open
+/// call, and collects a correlation-id value (for GPU matching) besides;
+/// each list is capped on its own.
+#[inline(always)]
+fn attach_counter(th: &mut ThreadState, (row, ts): (&CounterRow, u64), cap: usize, map: &IndexMap) {
+    let Some(frame) = th.stack.last_mut() else {
+        return;
+    };
+    let local = row[COUNTER_COL_COUNTER];
+    // Unknown counters were filtered out when distributing.
+    let global = lookup(&map.counters, local, None).unwrap_or(u32::MAX);
+    let value = row[COUNTER_COL_VALUE];
+    let is_corr =
+        lookup(&map.counter_roles, local, CounterRole::Plain) == CounterRole::CorrelationId;
+    if is_corr && th.correlation_ids.len() - frame.correlation_ids_start < cap {
+        th.correlation_ids.push(value);
+    }
+    if th.counters.len() - frame.counters_start >= cap {
+        frame.dropped = frame.dropped.saturating_add(1);
+        return;
+    }
+    th.counters.push(CounterEvent {
+        counter: global,
+        value,
+        ts,
+    });
 }
 
 /// Timestamp of the thread's earliest comm or counter row not yet
