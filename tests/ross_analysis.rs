@@ -240,9 +240,9 @@ fn an_injected_slow_pe_is_found_and_named_as_the_cause() {
         .collect();
     assert_eq!(slow.len(), 1, "{found:#?}");
     assert_eq!(slow[0].entity, Entity::Pe(2));
-    assert_eq!((slow[0].first, slow[0].last), (10, 19));
-    assert_eq!(slow[0].span.gvt_from, 90.0);
-    assert_eq!(slow[0].span.gvt_to, 190.0);
+    assert_eq!((slow[0].window.first, slow[0].window.last), (10, 19));
+    assert_eq!(slow[0].window.span.gvt_from, 90.0);
+    assert_eq!(slow[0].window.span.gvt_to, 190.0);
     // The victims roll back together, so none stands out from its peers:
     // nothing is reported against them, and whatever is reported on
     // another PE is attributed to the slow one.

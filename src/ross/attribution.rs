@@ -46,10 +46,10 @@ pub fn causes(anomalies: &[PeerAnomaly]) -> Vec<Option<u32>> {
                     c.signal == Signal::EventProcessTime
                         && matches!(c.entity, Entity::Pe(_))
                         && c.entity.pe() != a.entity.pe()
-                        && c.first <= a.last
-                        && a.first <= c.last
+                        && c.window.first <= a.window.last
+                        && a.window.first <= c.window.last
                 })
-                .max_by(|x, y| x.score.total_cmp(&y.score))
+                .max_by(|x, y| x.window.score.total_cmp(&y.window.score))
                 .map(|c| c.entity.pe())
         })
         .collect()
@@ -69,8 +69,11 @@ pub fn costs(
         };
         // The window's excess over the peer median at its peak, per
         // interval (a robust, if rough, estimate of the time lost).
-        let n = (a.last - a.first + 1) as f64;
-        let mean = v[a.first..=a.last.min(v.len() - 1)].iter().sum::<f64>() / n;
+        let n = (a.window.last - a.window.first + 1) as f64;
+        let mean = v[a.window.first..=a.window.last.min(v.len() - 1)]
+            .iter()
+            .sum::<f64>()
+            / n;
         (mean - a.peer_median).max(0.0) * n
     };
     for (a, cause) in anomalies.iter().zip(caused) {
@@ -119,8 +122,8 @@ pub fn hotspot_cause(
             homes
                 .get(&h.lp)
                 .is_some_and(|(hp, hk)| *hp == pe && kp.is_none_or(|k| k == *hk))
-                && h.span.gvt_from < a.span.gvt_to
-                && a.span.gvt_from < h.span.gvt_to
+                && h.span.gvt_from < a.window.span.gvt_to
+                && a.window.span.gvt_from < h.span.gvt_to
         })
         .max_by(|x, y| x.score.total_cmp(&y.score))
         .map(|h| h.lp)

@@ -177,16 +177,16 @@ fn live_line(l: &LiveAnomaly) -> serde_json::Value {
             Some(x.entity.pe()),
             x.entity.label(),
             x.signal,
-            x.span,
-            x.score,
+            x.window.span,
+            x.window.score,
         ),
         LiveFinding::RunWide(x) => (
             "run",
             x.caused_by_pe,
             "whole run".to_string(),
             x.signal,
-            x.span,
-            x.score,
+            x.window.span,
+            x.window.score,
         ),
     };
     serde_json::json!({

@@ -317,7 +317,10 @@ impl FollowState {
         };
         let found = peers::find(&series, &opts.rule, true);
         for a in &found {
-            if self.reported.insert((Some(a.entity), a.signal, a.first)) {
+            if self
+                .reported
+                .insert((Some(a.entity), a.signal, a.window.first))
+            {
                 report(LiveFinding::Peer(a.clone()));
             }
         }
@@ -325,7 +328,7 @@ impl FollowState {
         // only, so a window found now stays found.
         let wide = run_wide::find(&series, &opts.detector, &found, &[])?;
         for w in wide.windows {
-            if self.reported.insert((None, w.signal, w.first)) {
+            if self.reported.insert((None, w.signal, w.window.first)) {
                 report(LiveFinding::RunWide(w));
             }
         }

@@ -23,7 +23,7 @@
 //! flagged when the score reaches the threshold; consecutive flagged
 //! intervals of one entity and signal form one window.
 
-use super::signals::{Entity, Interval, RunSeries, Signal};
+use super::signals::{Entity, RunSeries, Signal, SignalWindow};
 
 /// How far from its peers an entity must be to be flagged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,16 +63,9 @@ pub struct PeerAnomaly {
     pub entity: Entity,
     /// In what.
     pub signal: Signal,
-    /// Interval indices `first..=last` of the entity's PE.
-    pub first: usize,
-    /// Last interval of the window.
-    pub last: usize,
-    /// The bounds of the window.
-    pub span: Interval,
-    /// The highest score in the window.
-    pub score: f64,
-    /// The entity's value at that interval.
-    pub value: f64,
+    /// Where (interval indices of the entity's PE) and how strongly: the
+    /// entity's value at the peak.
+    pub window: SignalWindow,
     /// The other entities' median at that interval.
     pub peer_median: f64,
     /// The entity's values over the window and one interval on each side
@@ -310,23 +303,13 @@ fn windows(
         let peak = (first..=last)
             .max_by(|a, b| scored[*a].0.total_cmp(&scored[*b].0))
             .unwrap_or(first);
-        let (from, to) = (intervals.get(first), intervals.get(last));
-        let span = Interval {
-            gvt_from: from.map_or(0.0, |i| i.gvt_from),
-            gvt_to: to.map_or(0.0, |i| i.gvt_to),
-            real_from: from.map_or(0.0, |i| i.real_from),
-            real_to: to.map_or(0.0, |i| i.real_to),
-        };
         let lo = first.saturating_sub(1);
         let hi = (last + 2).min(values.len());
+        let window = SignalWindow::new(intervals, (first, last), scored[peak].0, values[peak]);
         out.push(PeerAnomaly {
             entity,
             signal: sig,
-            first,
-            last,
-            span,
-            score: scored[peak].0,
-            value: values[peak],
+            window,
             peer_median: scored[peak].1,
             context: (lo, values[lo..hi].to_vec()),
         });

@@ -36,7 +36,7 @@ use crate::detect::{reduce_step, Detector, Label, Wire};
 
 use super::hotspots::HotspotLp;
 use super::peers::PeerAnomaly;
-use super::signals::{Entity, Interval, RunSeries, Signal};
+use super::signals::{Entity, RunSeries, Signal, SignalWindow};
 
 /// Intervals that only build the model before the first is labelled.
 pub const WARMUP_INTERVALS: usize = 8;
@@ -58,16 +58,9 @@ pub const RUN_SIGNALS: [Signal; 4] = [
 pub struct RunWideAnomaly {
     /// The run-level signal.
     pub signal: Signal,
-    /// First interval of the window.
-    pub first: usize,
-    /// Last interval of the window.
-    pub last: usize,
-    /// GVT and real-time bounds of the window.
-    pub span: Interval,
-    /// The highest detector score in the window.
-    pub score: f64,
-    /// The run's value at that interval (signal units: seconds or counts).
-    pub value: f64,
+    /// Where and how strongly: the highest detector score in the window,
+    /// and the run's value at that interval.
+    pub window: SignalWindow,
     /// The model's mean then (the run's usual value, same units).
     pub usual: f64,
     /// The window's excess over the usual values, summed (seconds or
@@ -262,21 +255,15 @@ pub fn find(
                 .unwrap_or(first);
             let from = first.saturating_sub(1);
             let to = (last + 1).min(values.len() - 1);
-            let span = Interval {
-                gvt_from: grid.get(first).map_or(0.0, |i| i.gvt_from),
-                gvt_to: grid.get(last).map_or(0.0, |i| i.gvt_to),
-                real_from: grid.get(first).map_or(0.0, |i| i.real_from),
-                real_to: grid.get(last).map_or(0.0, |i| i.real_to),
-            };
             let overlaps = |a: usize, b: usize| a <= last && first <= b;
             let caused_by_pe = peer
                 .iter()
                 .filter(|a| {
                     a.signal == Signal::EventProcessTime
                         && matches!(a.entity, Entity::Pe(_))
-                        && overlaps(a.first, a.last)
+                        && overlaps(a.window.first, a.window.last)
                 })
-                .max_by(|x, y| x.score.total_cmp(&y.score))
+                .max_by(|x, y| x.window.score.total_cmp(&y.window.score))
                 .map(|a| a.entity.pe());
             let caused_by_lp = hotspots
                 .iter()
@@ -285,11 +272,7 @@ pub fn find(
                 .map(|h| h.lp);
             out.push(RunWideAnomaly {
                 signal: *sig,
-                first,
-                last,
-                span,
-                score: marks[peak].1,
-                value: values[peak],
+                window: SignalWindow::new(&grid, (first, last), marks[peak].1, values[peak]),
                 usual: marks[peak].2,
                 excess,
                 share,
@@ -309,6 +292,7 @@ pub fn find(
 mod tests {
     use super::*;
     use crate::detect::choice::Algorithm;
+    use crate::ross::signals::Interval;
 
     /// A run of `n` intervals of 4 PEs, every PE's handlers `slow` times
     /// longer in `window`.
@@ -357,9 +341,9 @@ mod tests {
                 .collect();
             assert_eq!(gaps.len(), 1, "{algorithm}: {found:?}");
             let g = gaps[0];
-            assert_eq!((g.first, g.last), (30, 39), "{algorithm}");
-            assert_eq!((g.span.gvt_from, g.span.gvt_to), (30.0, 40.0));
-            assert!(g.value > 5.0 * g.usual, "{algorithm}: {g:?}");
+            assert_eq!((g.window.first, g.window.last), (30, 39), "{algorithm}");
+            assert_eq!((g.window.span.gvt_from, g.window.span.gvt_to), (30.0, 40.0));
+            assert!(g.window.value > 5.0 * g.usual, "{algorithm}: {g:?}");
             assert_eq!((g.caused_by_pe, g.caused_by_lp), (None, None));
             assert_eq!(g.context.0, 29);
             assert_eq!(g.context.1.len(), 12);
@@ -390,11 +374,7 @@ mod tests {
         let slow = PeerAnomaly {
             entity: Entity::Pe(2),
             signal: Signal::EventProcessTime,
-            first: 31,
-            last: 38,
-            span: Interval::default(),
-            score: 40.0,
-            value: 1.0,
+            window: SignalWindow::new(&[], (31, 38), 40.0, 1.0),
             peer_median: 0.1,
             context: (30, Vec::new()),
         };
@@ -408,7 +388,10 @@ mod tests {
     #[test]
     fn the_warmup_is_never_labelled() {
         let found = find(&run(60, 0..4, 10.0), &DetectorSettings::default(), &[], &[]).unwrap();
-        assert!(found.windows.iter().all(|a| a.first >= WARMUP_INTERVALS));
+        assert!(found
+            .windows
+            .iter()
+            .all(|a| a.window.first >= WARMUP_INTERVALS));
         // Every interval of every signal is in the model's record.
         assert_eq!(found.points.len(), 60 * RUN_SIGNALS.len());
         assert!(found.points[..WARMUP_INTERVALS]

@@ -134,6 +134,48 @@ pub struct Interval {
     pub real_to: f64,
 }
 
+/// Where a signal stood out: intervals `first..=last` (indices into the
+/// intervals they were found in), their bounds, and the peak.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignalWindow {
+    /// First interval of the window.
+    pub first: usize,
+    /// Last interval of the window.
+    pub last: usize,
+    /// GVT and real-time bounds of the window.
+    pub span: Interval,
+    /// The highest score in the window.
+    pub score: f64,
+    /// The value at that interval (signal units: seconds or counts).
+    pub value: f64,
+}
+
+impl SignalWindow {
+    /// The window `first..=last` of `intervals` with the score and value of
+    /// its peak; bounds of intervals that are not there are 0.
+    pub fn new(
+        intervals: &[Interval],
+        (first, last): (usize, usize),
+        score: f64,
+        value: f64,
+    ) -> Self {
+        let (from, to) = (intervals.get(first), intervals.get(last));
+        let span = Interval {
+            gvt_from: from.map_or(0.0, |i| i.gvt_from),
+            gvt_to: to.map_or(0.0, |i| i.gvt_to),
+            real_from: from.map_or(0.0, |i| i.real_from),
+            real_to: to.map_or(0.0, |i| i.real_to),
+        };
+        SignalWindow {
+            first,
+            last,
+            span,
+            score,
+            value,
+        }
+    }
+}
+
 /// An entity of the simulation: a PE, a KP of a PE, or an LP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Entity {

@@ -347,16 +347,9 @@ impl ExactMoments {
 
     /// Exact merge (integer sums; order never matters).
     pub fn merge(&mut self, o: &ExactMoments) {
-        if merge_if_either_empty(self.n, o.n, self, o) {
+        if !merge_counts(self, o) {
             return;
         }
-        count_values(
-            &mut self.n,
-            &mut self.min,
-            &mut self.max,
-            o.n,
-            [o.min, o.max],
-        );
         self.s1 += o.s1;
         self.s2 = self.s2.wrapping_add(o.s2);
         self.s3.add(&o.s3);
@@ -530,16 +523,9 @@ impl WideMoments {
 
     /// Exact merge (integer sums; order never matters).
     pub fn merge(&mut self, o: &WideMoments) {
-        if merge_if_either_empty(self.n, o.n, self, o) {
+        if !merge_counts(self, o) {
             return;
         }
-        count_values(
-            &mut self.n,
-            &mut self.min,
-            &mut self.max,
-            o.n,
-            [o.min, o.max],
-        );
         self.s1 += o.s1;
         self.s2.add(&o.s2);
         self.s3.add(&o.s3);
@@ -612,20 +598,50 @@ fn count_values(n: &mut u64, min: &mut u64, max: &mut u64, added: u64, [lo, hi]:
     *n += added;
 }
 
-/// The merges with nothing to add: of empty moments (`other_n == 0`),
-/// which change nothing, and into empty ones (`n == 0`), which copy
-/// `other`. Returns whether the merge is done; when it is not, both hold
-/// values and their sums are added.
+/// What both kinds of moments keep besides their sums: how many values
+/// and their extremes.
+trait Counted: Copy {
+    /// `[n, min, max]`.
+    fn counts(&self) -> [u64; 3];
+    /// `n`, `min` and `max`, to update.
+    fn counts_mut(&mut self) -> (&mut u64, &mut u64, &mut u64);
+}
+
+impl Counted for ExactMoments {
+    fn counts(&self) -> [u64; 3] {
+        [self.n, self.min, self.max]
+    }
+    fn counts_mut(&mut self) -> (&mut u64, &mut u64, &mut u64) {
+        (&mut self.n, &mut self.min, &mut self.max)
+    }
+}
+
+impl Counted for WideMoments {
+    fn counts(&self) -> [u64; 3] {
+        [self.n, self.min, self.max]
+    }
+    fn counts_mut(&mut self) -> (&mut u64, &mut u64, &mut u64) {
+        (&mut self.n, &mut self.min, &mut self.max)
+    }
+}
+
+/// The part of a merge both kinds of moments share: empty `other` adds
+/// nothing, empty `this` becomes a copy of `other`, and otherwise the
+/// counts and extremes are merged. Returns whether the sums are still to
+/// be added (both held values).
 #[inline]
-fn merge_if_either_empty<T: Copy>(n: u64, other_n: u64, this: &mut T, other: &T) -> bool {
-    if other_n == 0 {
-        return true;
+fn merge_counts<T: Counted>(this: &mut T, other: &T) -> bool {
+    let [added, lo, hi] = other.counts();
+    if added == 0 {
+        return false;
     }
-    if n == 0 {
+    if this.counts()[0] == 0 {
         *this = *other;
-        return true;
+        return false;
     }
-    false
+    let (n, min, max) = this.counts_mut();
+    count_values(n, min, max, added, [lo, hi]);
+    true
 }
 
 /// The reduced min and max as stored: 0 and 0 when there are no values
