@@ -12,6 +12,13 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+/// Draws a series on a chart, returning plotters' error as text.
+macro_rules! draw {
+    ($chart:expr, $series:expr $(,)?) => {
+        $chart.draw_series($series).map_err(|e| e.to_string())?
+    };
+}
+
 /// Width of a full-width chart (px).
 pub const WIDE: u32 = 960;
 /// Height of a chart (px).
@@ -145,21 +152,13 @@ pub fn lines(
             .draw()
             .map_err(|e| e.to_string())?;
         for &(a, b) in shade {
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(a, y0), (b, y1)],
-                    ANOMALY.mix(0.15).filled(),
-                )))
-                .map_err(|e| e.to_string())?;
+            let band = Rectangle::new([(a, y0), (b, y1)], ANOMALY.mix(0.15).filled());
+            draw!(chart, std::iter::once(band));
         }
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    color.stroke_width(2),
-                ))
-                .map_err(|e| e.to_string())?
+            let line = LineSeries::new(s.points.iter().copied(), color.stroke_width(2));
+            draw!(chart, line)
                 .label(s.name.clone())
                 .legend(move |(x, y)| {
                     PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
@@ -240,7 +239,7 @@ pub fn heatmap(title: &str, rows: &[String], cols: &[u64], cells: &[Vec<u64>]) -
                     )
                 })
         });
-        chart.draw_series(rects).map_err(|e| e.to_string())?;
+        draw!(chart, rects);
         Ok(())
     })
 }
@@ -403,46 +402,29 @@ fn draw_distribution(
         .disable_y_mesh()
         .draw()
         .map_err(|e| e.to_string())?;
-    chart
-        .draw_series(
-            layers
-                .bars
-                .iter()
-                .map(|&(a, b, h)| Rectangle::new([(a, 0.0), (b, h)], NORMAL.mix(0.45).filled())),
-        )
-        .map_err(|e| e.to_string())?;
+    let bars = layers.bars.iter();
+    draw!(
+        chart,
+        bars.map(|&(a, b, h)| Rectangle::new([(a, 0.0), (b, h)], NORMAL.mix(0.45).filled()))
+    );
     if !layers.curve.is_empty() {
-        chart
-            .draw_series(LineSeries::new(
-                layers.curve.iter().copied(),
-                NORMAL.stroke_width(2),
-            ))
-            .map_err(|e| e.to_string())?;
+        let curve = layers.curve.iter().copied();
+        draw!(chart, LineSeries::new(curve, NORMAL.stroke_width(2)));
     }
     if let Some(c) = layers.cut.filter(|c| c.is_finite()) {
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                [(c, 0.0), (c, 1.2)],
-                BLACK.stroke_width(1),
-            )))
-            .map_err(|e| e.to_string())?;
+        let cut = PathElement::new([(c, 0.0), (c, 1.2)], BLACK.stroke_width(1));
+        draw!(chart, std::iter::once(cut));
     }
-    chart
-        .draw_series(
-            layers
-                .normal
-                .iter()
-                .map(|&x| Circle::new((x, 1.08), 3, NORMAL.filled())),
-        )
-        .map_err(|e| e.to_string())?;
-    chart
-        .draw_series(
-            layers
-                .anomalies
-                .iter()
-                .map(|&x| TriangleMarker::new((x, 1.17), 5, ANOMALY.filled())),
-        )
-        .map_err(|e| e.to_string())?;
+    let normal = layers.normal.iter();
+    draw!(
+        chart,
+        normal.map(|&x| Circle::new((x, 1.08), 3, NORMAL.filled()))
+    );
+    let anomalies = layers.anomalies.iter();
+    draw!(
+        chart,
+        anomalies.map(|&x| TriangleMarker::new((x, 1.17), 5, ANOMALY.filled()))
+    );
     Ok(())
 }
 
@@ -465,16 +447,16 @@ pub fn scatter(title: &str, x_desc: &str, y_desc: &str, points: &[(f64, f64, boo
     let (normal, anomalous) = (labelled(false), labelled(true));
     svg(title, (WIDE / 2 - 10, TALL), |root| {
         let mut chart = half_width_frame(root, title, (x0..x1, y0..y1), (x_desc, y_desc))?;
-        chart
-            .draw_series(normal.iter().map(|&p| Circle::new(p, 2, NORMAL.filled())))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(
-                anomalous
-                    .iter()
-                    .map(|&p| Circle::new(p, 3, ANOMALY.filled())),
-            )
-            .map_err(|e| e.to_string())?;
+        draw!(
+            chart,
+            normal.iter().map(|&p| Circle::new(p, 2, NORMAL.filled()))
+        );
+        draw!(
+            chart,
+            anomalous
+                .iter()
+                .map(|&p| Circle::new(p, 3, ANOMALY.filled())),
+        );
         Ok(())
     })
 }
@@ -513,12 +495,11 @@ pub fn predicted_vs_actual(title: &str, points: &[(f64, f64)]) -> String {
     svg(title, (WIDE / 2 - 10, TALL + 40), |root| {
         let axes = ("predicted (µs)", "actual (µs)");
         let mut chart = half_width_frame(root, title, (lo..hi, lo..hi), axes)?;
-        chart
-            .draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.mix(0.4)))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, ANOMALY.filled())))
-            .map_err(|e| e.to_string())?;
+        draw!(chart, LineSeries::new([(lo, lo), (hi, hi)], BLACK.mix(0.4)));
+        draw!(
+            chart,
+            points.iter().map(|&p| Circle::new(p, 3, ANOMALY.filled()))
+        );
         Ok(())
     })
 }
