@@ -121,6 +121,34 @@ pub fn score_candidates<T>(
         .collect()
 }
 
+/// Forward selection over `available`: each round `score` gives every
+/// candidate still available (with those already chosen) a score and a
+/// result, and the first best one is taken while it beats the previous
+/// round's score by more than `threshold` (a NaN score never does). Taken
+/// candidates leave `available`. Returns the chosen ones in order, the last
+/// score taken (`-inf` when none) and the result that came with it.
+pub fn forward_select<R>(
+    available: &mut Vec<usize>,
+    threshold: f64,
+    mut score: impl FnMut(&[usize], &[usize]) -> Vec<(f64, R)>,
+) -> (Vec<usize>, f64, Option<R>) {
+    let mut chosen = Vec::new();
+    let (mut best, mut taken) = (f64::NEG_INFINITY, None);
+    while !available.is_empty() {
+        let mut results = score(&chosen, available);
+        let scores: Vec<f64> = results.iter().map(|r| r.0).collect();
+        let Some(i) = first_max(&scores) else { break };
+        if scores[i] - best > threshold {
+            chosen.push(available.remove(i));
+            best = scores[i];
+            taken = Some(results.swap_remove(i).1);
+        } else {
+            break;
+        }
+    }
+    (chosen, best, taken)
+}
+
 /// The index of the first strict maximum (NaN never wins).
 pub fn first_max(scores: &[f64]) -> Option<usize> {
     let mut best: Option<usize> = None;

@@ -20,7 +20,7 @@
 
 use nalgebra::DVector;
 
-use crate::model::fit::{design, first_max, score_candidates, ClusterData, Columns};
+use crate::model::fit::{design, forward_select, score_candidates, ClusterData, Columns};
 use crate::model::folds::{CrossValidation, Fold};
 use crate::model::function::{pool, Function, PoolFamilies, PoolOrder};
 use crate::model::kmeans::{kmeans, Clusters};
@@ -301,11 +301,16 @@ fn fit_clusters(
             .folds(rows.len())
             .map_err(|why| table.error(None, None, format!("cluster {c}: {why}")))?;
         let candidates = usable_functions(&data, functions, opts.profile, table)?;
+        let pool = Pool {
+            data: &data,
+            functions: &candidates,
+            folds: &folds,
+            threshold,
+            cluster: c,
+        };
         let (terms, fold_reports, stats) = match opts.profile {
-            Profile::Eiger2013 | Profile::Eiger2016 => {
-                eiger_selection(&data, &candidates, &folds, threshold, c)
-            }
-            Profile::Default => default_selection(&data, &candidates, &folds, threshold, c),
+            Profile::Eiger2013 | Profile::Eiger2016 => eiger_selection(&pool),
+            Profile::Default => default_selection(&pool),
         };
         if c == 0 {
             fits.summary = stats;
@@ -396,44 +401,41 @@ fn usable_functions(
 
 type Selection = (Vec<Term>, Vec<FoldReport>, (f64, f64, Option<f64>));
 
-/// Eiger's selection: per fold, forward selection from the shared pool;
-/// the fold with the best test R² wins.
-fn eiger_selection(
-    data: &ClusterData,
-    functions: &[Function],
-    folds: &[Fold],
+/// What a selection chooses from: one cluster's rows, the candidate
+/// functions, the folds and the least gain in score that adds a function.
+struct Pool<'a> {
+    data: &'a ClusterData,
+    functions: &'a [Function],
+    folds: &'a [Fold],
     threshold: f64,
     cluster: usize,
-) -> Selection {
+}
+
+impl<'a> Pool<'a> {
+    /// The candidates' columns, and every candidate available.
+    fn columns(&self) -> (Columns<'a>, Vec<usize>) {
+        let columns = Columns::new(self.data, self.functions);
+        (columns, (0..self.functions.len()).collect())
+    }
+}
+
+/// Eiger's selection: per fold, forward selection from the shared pool;
+/// the fold with the best test R² wins.
+fn eiger_selection(pool: &Pool<'_>) -> Selection {
+    let (functions, cluster) = (pool.functions, pool.cluster);
     // One pool for all folds, as Eiger's code had it (see the module doc).
-    let columns = Columns::new(data, functions);
-    let mut available: Vec<usize> = (0..functions.len()).collect();
+    let (columns, mut available) = pool.columns();
     let mut best: Option<(f64, f64, Vec<Term>)> = None;
     let mut reports = Vec::new();
-    for (k, fold) in folds.iter().enumerate() {
-        let mut chosen: Vec<usize> = Vec::new();
-        let mut weights = Vec::new();
-        let (mut r2, mut best_adj) = (0.0, f64::NEG_INFINITY);
-        while !available.is_empty() {
-            let mut results = score_candidates(
-                &columns,
-                &chosen,
-                &available,
-                std::slice::from_ref(fold),
-                |mut r| r.remove(0),
-            );
-            let adjs: Vec<f64> = results.iter().map(|r| r.2).collect();
-            let Some(i) = first_max(&adjs) else { break };
-            if adjs[i] - best_adj > threshold {
-                chosen.push(available.remove(i));
-                let (w, r, _) = results.swap_remove(i);
-                weights = w;
-                r2 = r;
-                best_adj = adjs[i];
-            } else {
-                break;
-            }
-        }
+    for (k, fold) in pool.folds.iter().enumerate() {
+        let one_fold = std::slice::from_ref(fold);
+        let (chosen, best_adj, taken) = forward_select(&mut available, pool.threshold, |c, a| {
+            score_candidates(&columns, c, a, one_fold, |mut r| {
+                let (w, r2, adj) = r.remove(0);
+                (adj, (w, r2))
+            })
+        });
+        let (weights, r2) = taken.unwrap_or((Vec::new(), 0.0));
         let chosen: Vec<Function> = chosen.iter().map(|&i| functions[i]).collect();
         reports.push(FoldReport {
             cluster,
@@ -461,29 +463,14 @@ fn eiger_selection(
 
 /// The default selection: candidates scored by their mean held-out
 /// adjusted R² over all folds, then a refit on all rows.
-fn default_selection(
-    data: &ClusterData,
-    functions: &[Function],
-    folds: &[Fold],
-    threshold: f64,
-    cluster: usize,
-) -> Selection {
-    let columns = Columns::new(data, functions);
-    let mut available: Vec<usize> = (0..functions.len()).collect();
-    let mut chosen: Vec<usize> = Vec::new();
-    let mut best = f64::NEG_INFINITY;
-    while !available.is_empty() {
-        let scores = score_candidates(&columns, &chosen, &available, folds, |r| {
-            r.iter().map(|x| x.2).sum::<f64>() / r.len() as f64
-        });
-        let Some(i) = first_max(&scores) else { break };
-        if scores[i] - best > threshold {
-            chosen.push(available.remove(i));
-            best = scores[i];
-        } else {
-            break;
-        }
-    }
+fn default_selection(pool: &Pool<'_>) -> Selection {
+    let (data, functions) = (pool.data, pool.functions);
+    let (columns, mut available) = pool.columns();
+    let (chosen, best, _) = forward_select(&mut available, pool.threshold, |c, a| {
+        score_candidates(&columns, c, a, pool.folds, |r| {
+            (r.iter().map(|x| x.2).sum::<f64>() / r.len() as f64, ())
+        })
+    });
     // The refit on all rows gives the weights, their errors and the R².
     let all: Vec<usize> = (0..data.y.len()).collect();
     let kept: Vec<std::borrow::Cow<[f64]>> = chosen.iter().map(|&i| columns.get(i)).collect();
@@ -512,7 +499,7 @@ fn default_selection(
         None => Vec::new(),
     };
     let report = FoldReport {
-        cluster,
+        cluster: pool.cluster,
         fold: usize::MAX,
         functions: chosen,
         r2,
@@ -525,6 +512,7 @@ fn default_selection(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::fit::first_max;
 
     fn table(f: impl Fn(f64) -> f64) -> Table {
         let mut t = Table::new(vec!["n".into(), "t".into()], "synthetic");
