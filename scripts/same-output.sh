@@ -8,6 +8,8 @@
 #   provenance file (but `metadata.json`: command line and times);
 # - `model train` on Eiger's training table (every profile), the model
 #   file and what it prints;
+# - the data `synth` writes for two coupled (incidents) and three ROSS
+#   scenarios (but ADIOS2's `profiling.json`: timings);
 # must be byte-identical.
 #
 #   bash scripts/same-output.sh OLD_BINARY NEW_BINARY [WORKDIR]
@@ -143,6 +145,27 @@ for profile in default eiger-2013 eiger-2016; do
     echo "same: model train --profile $profile"
   else
     echo "DIFFERENT: model train --profile $profile (see $old and $new)"
+    failed=1
+  fi
+done
+# What `synth` writes: coupled TAU scenarios and ROSS scenarios.
+for scen in incidents-halo incidents-ring ross-storm ross-hotspot ross-slowpe; do
+  sub=""
+  case "$scen" in ross-*) sub="ross" ;; esac
+  old="$WORK/old-synth-$scen"
+  new="$WORK/new-synth-$scen"
+  if [ ! -f "$old.done" ] || [ "$(cat "$old.done")" != "$OLD" ]; then
+    rm -rf "$old"
+    "$OLD" synth $sub "$ROOT/scenarios/$scen.toml" --out "$old" >/dev/null
+    echo "$OLD" >"$old.done"
+  fi
+  [ -n "$NEW_TOO" ] || continue
+  rm -rf "$new"
+  "$NEW" synth $sub "$ROOT/scenarios/$scen.toml" --out "$new" >/dev/null
+  if diff -rq -x profiling.json "$old" "$new" >/dev/null; then
+    echo "same: synth $scen"
+  else
+    echo "DIFFERENT: synth $scen (see $old and $new)"
     failed=1
   fi
 done

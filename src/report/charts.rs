@@ -299,12 +299,14 @@ impl ModelShape {
     /// and the threshold.
     fn x_extent(&self) -> Vec<f64> {
         match self {
-            ModelShape::Bins {
-                first,
-                width,
-                counts,
-            } => {
-                vec![*first, first + width * counts.len() as f64]
+            ModelShape::Bins { .. } => {
+                let edges = self.bin_edges();
+                edges
+                    .first()
+                    .into_iter()
+                    .chain(edges.last())
+                    .copied()
+                    .collect()
             }
             ModelShape::Moments { mean, stddev, cut } => {
                 let mut v = vec![mean - 3.0 * stddev, mean + 3.0 * stddev];
@@ -314,30 +316,34 @@ impl ModelShape {
         }
     }
 
-    /// The histogram's bars as (left, right, height), heights scaled to 1
-    /// at the tallest bin; none for moments.
-    fn bars(&self) -> Vec<(f64, f64, f64)> {
+    /// The histogram's bin edges, one more than its bins; none for moments.
+    fn bin_edges(&self) -> Vec<f64> {
         match self {
             ModelShape::Bins {
                 first,
                 width,
                 counts,
-            } => {
-                let peak = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
-                counts
-                    .iter()
-                    .enumerate()
-                    .map(|(b, &c)| {
-                        (
-                            first + width * b as f64,
-                            first + width * (b + 1) as f64,
-                            c as f64 / peak,
-                        )
-                    })
-                    .collect()
-            }
+            } => (0..=counts.len())
+                .map(|b| first + width * b as f64)
+                .collect(),
             ModelShape::Moments { .. } => Vec::new(),
         }
+    }
+
+    /// The histogram's bars as (left, right, height), heights scaled to 1
+    /// at the tallest bin; none for moments.
+    fn bars(&self) -> Vec<(f64, f64, f64)> {
+        let ModelShape::Bins { counts, .. } = self else {
+            return Vec::new();
+        };
+        let peak = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+        let edges = self.bin_edges();
+        let heights = counts.iter().map(|&c| c as f64 / peak);
+        edges
+            .windows(2)
+            .zip(heights)
+            .map(|(e, h)| (e[0], e[1], h))
+            .collect()
     }
 
     /// The normal curve of the moments over `x0..x1` (201 points, 1 at the

@@ -23,7 +23,7 @@ use super::scenario::{CoupledScenario, Exchange, InjectKind};
 use crate::synth::rng::Rng;
 
 mod mpi_calls;
-use mpi_calls::{allreduce, isend_waitall, sendrecv};
+use mpi_calls::{allreduce, isend_waitall, sendrecv, Halo, Ranks};
 
 /// Messages up to this size are sent eagerly; larger ones by rendezvous.
 pub const EAGER_BYTES: u64 = 64 * 1024;
@@ -302,9 +302,20 @@ fn run_iteration(
             (sc.message_bytes as f64 * factor).round() as u64
         })
         .collect();
+    let halo = Halo {
+        ix,
+        bytes: &bytes,
+        transfer: s.transfer,
+    };
+    let ranks = Ranks {
+        t: &mut *t,
+        events: &mut *events,
+        calls: &mut *calls,
+        it,
+    };
     match sc.exchange {
-        Exchange::Sendrecv => sendrecv(t, events, calls, ix, &bytes, it, s.transfer),
-        Exchange::IsendWaitall => isend_waitall(t, events, calls, ix, &bytes, it, s.transfer),
+        Exchange::Sendrecv => sendrecv(ranks, &halo),
+        Exchange::IsendWaitall => isend_waitall(ranks, &halo),
     }
     for r in 0..p {
         events[r].push(Event {
@@ -318,7 +329,13 @@ fn run_iteration(
         let stalls: Vec<f64> = (0..p)
             .map(|r| (s.injected)(InjectKind::Stall, r, it, None))
             .collect();
-        allreduce(t, events, calls, ix, &stalls, it, sc);
+        let ranks = Ranks {
+            t: &mut *t,
+            events: &mut *events,
+            calls: &mut *calls,
+            it,
+        };
+        allreduce(ranks, ix, &stalls, sc);
     }
     for r in 0..p {
         events[r].push(Event {

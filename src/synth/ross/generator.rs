@@ -80,6 +80,21 @@ pub struct RossGenerator<'s, W: Write> {
     spans: Vec<Span>,
 }
 
+/// What one PE's events of one interval are placed with: the trace mode,
+/// the PE's LPs (`lps` of them from global LP `lp0`, `lpk` per KP), the
+/// interval's GVT start `g`, its real-time start `t` and active time.
+#[derive(Clone, Copy)]
+struct PeInterval {
+    mode: TraceMode,
+    lps: u32,
+    lpk: usize,
+    pe: u32,
+    lp0: u32,
+    g: f64,
+    t: f64,
+    active: f64,
+}
+
 impl<'s, W: Write> RossGenerator<'s, W> {
     /// A generator of `sc` (validated) writing to `w`.
     pub fn new(sc: &'s RossScenario, w: RossWriters<W>) -> Self {
@@ -238,51 +253,55 @@ impl<'s, W: Write> RossGenerator<'s, W> {
         Ok(())
     }
 
+    /// What PE `p`'s events of this interval are placed with.
+    fn pe_interval(&self, p: usize, plan: &Plan) -> PeInterval {
+        let (sc, pe) = (self.sc, p as u32);
+        let r = &sc.ross;
+        PeInterval {
+            mode: r.files.evtrace,
+            lps: sc.lps_per_pe(),
+            lpk: r.lps_per_kp as usize,
+            pe,
+            lp0: pe * sc.lps_per_pe(),
+            g: f64::from(self.interval) * r.gvt_step,
+            t: self.t,
+            active: plan.active,
+        }
+    }
+
     /// The `plan.n` events PE `p` processes in this interval (the hotspot
     /// LPs' extra ones among them, in random order): each LP's counters,
     /// each KP's latest receive time, and the events the trace mode keeps
     /// (every one, or the committed ones at the end of the interval).
     fn process_events(&mut self, p: usize, plan: &Plan, d: f64, rb: f64) -> io::Result<()> {
-        let sc = self.sc;
+        let (sc, at) = (self.sc, self.pe_interval(p, plan));
         let r = &sc.ross;
-        let mode = r.files.evtrace;
-        let lps = sc.lps_per_pe();
-        let lpk = r.lps_per_kp as usize;
-        let pe = p as u32;
-        let lp0 = pe * lps;
-        let g = f64::from(self.interval) * r.gvt_step;
-        let (t, active) = (self.t, plan.active);
         let st = &mut self.pes[p];
         let mut hot_left: Vec<u64> = plan.hot.iter().map(|h| h.1).collect();
         let mut hot_total: u64 = hot_left.iter().sum();
         for k in 0..plan.n {
             let u = st.rng.below(plan.n - k);
             let hot = take_hot_event(&mut hot_left, &mut hot_total, u);
-            let (idx, src, prb) = Self::event_route(&mut st.rng, sc, plan, hot, rb, pe);
+            let (idx, src, prb) = Self::event_route(&mut st.rng, sc, plan, hot, rb, at.pe);
             let rolled = st.rng.uniform() < prb;
             let send_out = r.pes > 1 && st.rng.uniform() < r.remote_fraction;
             let lp = &mut st.c.int.lp[idx];
             lp[LP_PROCESSED] += 1;
             lp[LP_RBS] += u64::from(rolled);
             lp[LP_SEND] += u64::from(send_out);
-            lp[LP_READ] += u64::from(src / lps != pe);
-            let send_vts = g + st.rng.uniform() * 2.0 * r.gvt_step;
+            lp[LP_READ] += u64::from(src / at.lps != at.pe);
+            let send_vts = at.g + st.rng.uniform() * 2.0 * r.gvt_step;
             let delay = r.lookahead - r.mean_delay * (1.0 - st.rng.uniform()).ln();
             let recv_vts = send_vts + delay;
-            let kp = idx / lpk;
+            let kp = idx / at.lpk;
             st.kp_vt[kp] = st.kp_vt[kp].max(recv_vts);
-            let real_ts = match mode {
-                TraceMode::Full => t + active * (k as f64 + 0.5) / plan.n as f64,
-                TraceMode::Commit if !rolled => t + d,
+            let real_ts = match at.mode {
+                TraceMode::Full => at.t + at.active * (k as f64 + 0.5) / plan.n as f64,
+                TraceMode::Commit if !rolled => at.t + d,
                 _ => continue,
             };
-            write_event(
-                &mut self.w.evtrace,
-                p,
-                (src, lp0 + idx as u32),
-                [send_vts, recv_vts, real_ts],
-                &st.payload,
-            )?;
+            let (dst, times) = (at.lp0 + idx as u32, [send_vts, recv_vts, real_ts]);
+            write_event(&mut self.w.evtrace, p, (src, dst), times, &st.payload)?;
         }
         Ok(())
     }
@@ -292,42 +311,30 @@ impl<'s, W: Write> RossGenerator<'s, W> {
     /// mostly by the slow PE, if any); the stragglers go to the event
     /// trace in rollback mode.
     fn roll_back(&mut self, p: usize, plan: &Plan, slow_pe: Option<u32>) -> io::Result<()> {
-        let sc = self.sc;
+        let (sc, at) = (self.sc, self.pe_interval(p, plan));
         let r = &sc.ross;
-        let mode = r.files.evtrace;
-        let lps = sc.lps_per_pe();
-        let lpk = r.lps_per_kp as usize;
-        let pe = p as u32;
-        let lp0 = pe * lps;
-        let g = f64::from(self.interval) * r.gvt_step;
-        let (t, active) = (self.t, plan.active);
         let st = &mut self.pes[p];
         let primaries = count_kp_rollbacks(st, sc);
         let stragglers: u64 = primaries.iter().map(|x| x.1).sum();
         let mut s = 0u64;
         for (kp, &(rbs, primary)) in primaries.iter().enumerate() {
             for _ in 0..primary {
-                let idx = pick_rolled_back_lp(st, kp * lpk..(kp + 1) * lpk, rbs);
+                let idx = pick_rolled_back_lp(st, kp * at.lpk..(kp + 1) * at.lpk, rbs);
                 let src = match slow_pe {
-                    Some(sp) if sp != pe && st.rng.uniform() < 0.8 => {
-                        sp * lps + st.rng.below(u64::from(lps)) as u32
+                    Some(sp) if sp != at.pe && st.rng.uniform() < 0.8 => {
+                        sp * at.lps + st.rng.below(u64::from(at.lps)) as u32
                     }
-                    _ => Self::remote_lp(&mut st.rng, sc, pe),
+                    _ => Self::remote_lp(&mut st.rng, sc, at.pe),
                 };
-                let recv_vts = g + st.rng.uniform() * r.gvt_step;
-                let send_vts = recv_vts - (recv_vts - g) * st.rng.uniform();
-                let real_ts = t + active * (s as f64 + 0.5) / stragglers as f64;
+                let recv_vts = at.g + st.rng.uniform() * r.gvt_step;
+                let send_vts = recv_vts - (recv_vts - at.g) * st.rng.uniform();
+                let real_ts = at.t + at.active * (s as f64 + 0.5) / stragglers as f64;
                 s += 1;
-                if mode != TraceMode::Rollback {
+                if at.mode != TraceMode::Rollback {
                     continue;
                 }
-                write_event(
-                    &mut self.w.evtrace,
-                    p,
-                    (src, lp0 + idx as u32),
-                    [send_vts, recv_vts, real_ts],
-                    &st.payload,
-                )?;
+                let (dst, times) = (at.lp0 + idx as u32, [send_vts, recv_vts, real_ts]);
+                write_event(&mut self.w.evtrace, p, (src, dst), times, &st.payload)?;
             }
         }
         Ok(())

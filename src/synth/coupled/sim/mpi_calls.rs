@@ -10,17 +10,28 @@ use crate::synth::coupled::scenario::CoupledScenario;
 const SLOT_EXCHANGE: u32 = 1000;
 const SLOT_ALLREDUCE: u32 = 1001;
 
+/// What the MPI calls of iteration `it` advance: every rank's clock (when
+/// it enters its next call), its events and its timed calls.
+pub(super) struct Ranks<'a> {
+    pub t: &'a mut [u64],
+    pub events: &'a mut [Vec<Event>],
+    pub calls: &'a mut [Vec<Timed>],
+    pub it: u64,
+}
+
+/// What a halo exchange moves: each rank's message bytes (to its right
+/// neighbour), with the time a message of so many bytes takes in transfer.
+pub(super) struct Halo<'a> {
+    pub ix: &'a Names,
+    pub bytes: &'a [u64],
+    pub transfer: &'a dyn Fn(u64) -> u64,
+}
+
 /// The halo exchange by `MPI_Sendrecv`: every rank sends to its right
 /// neighbour and receives from its left one in one blocking call.
-pub(super) fn sendrecv(
-    t: &mut [u64],
-    events: &mut [Vec<Event>],
-    calls: &mut [Vec<Timed>],
-    ix: &Names,
-    bytes: &[u64],
-    it: u64,
-    transfer: &dyn Fn(u64) -> u64,
-) {
+pub(super) fn sendrecv(ranks: Ranks<'_>, halo: &Halo<'_>) {
+    let (t, events, calls, it) = (ranks.t, ranks.events, ranks.calls, ranks.it);
+    let (ix, bytes, transfer) = (halo.ix, halo.bytes, halo.transfer);
     let p = t.len();
     let entry: Vec<u64> = t.to_vec();
     // Rank r sends to r + 1: when the message leaves and when it arrives.
@@ -44,10 +55,7 @@ pub(super) fn sendrecv(
         };
         let exit = sent.max(arrive[left]).max(entry[r] + 3) + 2;
         let ev = &mut events[r];
-        ev.push(Event {
-            ts: entry[r],
-            kind: EventKind::Entry(ix.sendrecv),
-        });
+        ev.push(at(entry[r], EventKind::Entry(ix.sendrecv)));
         ev.push(Event {
             ts: entry[r] + 1,
             kind: EventKind::Send {
@@ -62,33 +70,17 @@ pub(super) fn sendrecv(
                 bytes: bytes[left],
             },
         });
-        ev.push(Event {
-            ts: exit,
-            kind: EventKind::Exit(ix.sendrecv),
-        });
-        calls[r].push(Timed {
-            iteration: it,
-            slot: SLOT_EXCHANGE,
-            function: ix.sendrecv,
-            entry: entry[r],
-            exit,
-        });
-        t[r] = exit + 1;
+        let call = (ix.sendrecv, SLOT_EXCHANGE, it);
+        t[r] = end_call(ev, &mut calls[r], call, (entry[r], exit));
     }
 }
 
 /// The halo exchange by `MPI_Irecv`, `MPI_Isend` to both neighbours and
 /// one `MPI_Waitall` that ends when every message has arrived (and, for
 /// rendezvous messages, been sent).
-pub(super) fn isend_waitall(
-    t: &mut [u64],
-    events: &mut [Vec<Event>],
-    calls: &mut [Vec<Timed>],
-    ix: &Names,
-    bytes: &[u64],
-    it: u64,
-    transfer: &dyn Fn(u64) -> u64,
-) {
+pub(super) fn isend_waitall(ranks: Ranks<'_>, halo: &Halo<'_>) {
+    let (t, events, calls, it) = (ranks.t, ranks.events, ranks.calls, ranks.it);
+    let (ix, bytes, transfer) = (halo.ix, halo.bytes, halo.transfer);
     let p = t.len();
     // Receives posted at t+1, sends at t+4 (left) and t+5 (right), the
     // Waitall entered at t+8.
@@ -120,18 +112,9 @@ pub(super) fn isend_waitall(
         let (left, right) = ((r + p - 1) % p, (r + 1) % p);
         let t0 = t[r];
         let ev = &mut events[r];
-        ev.push(Event {
-            ts: t0,
-            kind: EventKind::Entry(ix.irecv),
-        });
-        ev.push(Event {
-            ts: t0 + 2,
-            kind: EventKind::Exit(ix.irecv),
-        });
-        ev.push(Event {
-            ts: t0 + 3,
-            kind: EventKind::Entry(ix.isend),
-        });
+        ev.push(at(t0, EventKind::Entry(ix.irecv)));
+        ev.push(at(t0 + 2, EventKind::Exit(ix.irecv)));
+        ev.push(at(t0 + 3, EventKind::Entry(ix.isend)));
         for (k, to) in [left, right].into_iter().enumerate() {
             ev.push(Event {
                 ts: t0 + 4 + k as u64,
@@ -141,14 +124,8 @@ pub(super) fn isend_waitall(
                 },
             });
         }
-        ev.push(Event {
-            ts: t0 + 6,
-            kind: EventKind::Exit(ix.isend),
-        });
-        ev.push(Event {
-            ts: t0 + 8,
-            kind: EventKind::Entry(ix.waitall),
-        });
+        ev.push(at(t0 + 6, EventKind::Exit(ix.isend)));
+        ev.push(at(t0 + 8, EventKind::Entry(ix.waitall)));
         let exit = exits[r];
         for (k, from) in [left, right].into_iter().enumerate() {
             ev.push(Event {
@@ -159,33 +136,16 @@ pub(super) fn isend_waitall(
                 },
             });
         }
-        ev.push(Event {
-            ts: exit,
-            kind: EventKind::Exit(ix.waitall),
-        });
-        calls[r].push(Timed {
-            iteration: it,
-            slot: SLOT_EXCHANGE,
-            function: ix.waitall,
-            entry: t0 + 8,
-            exit,
-        });
-        t[r] = exit + 1;
+        let call = (ix.waitall, SLOT_EXCHANGE, it);
+        t[r] = end_call(ev, &mut calls[r], call, (t0 + 8, exit));
     }
 }
 
 /// The `MPI_Allreduce`: it ends for everybody after the last rank has
 /// entered it (and after a rank stalled inside it, `stalls` µs, has come
 /// back), plus the cost of its rounds.
-pub(super) fn allreduce(
-    t: &mut [u64],
-    events: &mut [Vec<Event>],
-    calls: &mut [Vec<Timed>],
-    ix: &Names,
-    stalls: &[f64],
-    it: u64,
-    sc: &CoupledScenario,
-) {
+pub(super) fn allreduce(ranks: Ranks<'_>, ix: &Names, stalls: &[f64], sc: &CoupledScenario) {
+    let (t, events, calls, it) = (ranks.t, ranks.events, ranks.calls, ranks.it);
     let p = t.len();
     let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
     let cost = (sc.latency_us * rounds).round() as u64 + 2;
@@ -200,21 +160,33 @@ pub(super) fn allreduce(
     for r in 0..p {
         let entry = t[r];
         let exit = done + (r % 3) as u64;
-        events[r].push(Event {
-            ts: entry,
-            kind: EventKind::Entry(ix.allreduce),
-        });
-        events[r].push(Event {
-            ts: exit,
-            kind: EventKind::Exit(ix.allreduce),
-        });
-        calls[r].push(Timed {
-            iteration: it,
-            slot: SLOT_ALLREDUCE,
-            function: ix.allreduce,
-            entry,
-            exit,
-        });
-        t[r] = exit + 1;
+        events[r].push(at(entry, EventKind::Entry(ix.allreduce)));
+        let call = (ix.allreduce, SLOT_ALLREDUCE, it);
+        t[r] = end_call(&mut events[r], &mut calls[r], call, (entry, exit));
     }
+}
+
+/// An event at `ts`.
+fn at(ts: u64, kind: EventKind) -> Event {
+    Event { ts, kind }
+}
+
+/// Ends a rank's call of `function` (in `slot` of iteration `it`) entered
+/// at `entry`, at `exit`: its EXIT event and its timing. Returns when the
+/// rank goes on.
+fn end_call(
+    ev: &mut Vec<Event>,
+    calls: &mut Vec<Timed>,
+    (function, slot, it): (usize, u32, u64),
+    (entry, exit): (u64, u64),
+) -> u64 {
+    ev.push(at(exit, EventKind::Exit(function)));
+    calls.push(Timed {
+        iteration: it,
+        slot,
+        function,
+        entry,
+        exit,
+    });
+    exit + 1
 }
