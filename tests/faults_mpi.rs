@@ -561,6 +561,26 @@ fn a_dead_ad_rank_stops_the_others_without_hanging() {
 }
 
 #[test]
+fn an_analysis_killed_before_its_first_flush_leaves_a_readable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = SlowRun::start(dir.path());
+    // Before the first flush (--flush-steps 5).
+    run.wait_for_step(1);
+    for pid in ad_ranks(run.ad.id()) {
+        // SAFETY: kill(2) on processes of the job we started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let out = run.out.clone();
+    let (status, _, _) = run.wait();
+    assert!(!status.success());
+    // The file as it was created: its settings, not completed, no steps.
+    let p = Provenance::load(&out).unwrap();
+    assert_eq!(p.attrs["completed"], "0");
+    assert_eq!(p.attrs["steps_written"], "0");
+    assert!(p.steps.is_empty());
+}
+
+#[test]
 fn sigterm_stops_every_rank_together_and_marks_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let run = SlowRun::start(dir.path());
@@ -597,6 +617,19 @@ fn sigterm_stops_every_rank_together_and_marks_the_file() {
         "{err}"
     );
     assert!(p.streams.iter().all(|s| s.state.as_str() == "reading"));
+    // inspect --json: a stream the stop caught reading stopped at no step.
+    let shown = Command::new(exe())
+        .args(["inspect", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let streams = json["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 3, "{json}");
+    for s in streams {
+        assert!(s["stopped_at"].is_null(), "{s}");
+        assert_eq!(s["ended"], "still reading when the run stopped", "{s}");
+    }
 }
 
 #[test]

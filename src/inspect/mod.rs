@@ -243,7 +243,9 @@ fn stream_json(names: &BTreeMap<u32, String>, r: &StreamRow) -> Value {
         "ended": stream_end(r),
         "steps": r.steps,
         "rows": r.rows,
-        "stopped_at": (r.state.as_str() != "ended").then_some(r.stopped_at),
+        // The file's 2^64-1 ("did not stop") is no step: null.
+        "stopped_at": (r.state.as_str() != "ended" && r.stopped_at != u64::MAX)
+            .then_some(r.stopped_at),
         "stalled_after_s": (r.state.as_str() == "stalled").then_some(r.stalled_after_s),
         "message": (!r.message.as_str().is_empty()).then(|| r.message.as_str().to_owned()),
     })

@@ -85,7 +85,7 @@ impl ProvenanceOutput {
         } else {
             0
         };
-        let writer = ProvenanceWriter::create(
+        let mut writer = ProvenanceWriter::create(
             path,
             coll,
             settings.overwrite,
@@ -96,6 +96,7 @@ impl ProvenanceOutput {
         start.push(("completed", FileAttr::U64(0)));
         start.push(("steps_written", FileAttr::U64(0)));
         writer.set_attrs(&start)?;
+        writer.write_out()?;
         let samples =
             (settings.model_samples > 0).then(|| ModelSampler::new(settings.model_samples));
         Ok(ProvenanceOutput {

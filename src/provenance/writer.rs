@@ -302,6 +302,13 @@ impl ProvenanceWriter {
         self.agreed(coll, r)
     }
 
+    /// Pushes the file as it stands to the file system (collective), so
+    /// that a run killed before its first flush still leaves a readable
+    /// file with its settings, `completed = 0` and no steps.
+    pub fn write_out(&mut self) -> anyhow::Result<()> {
+        self.file.flush()
+    }
+
     /// Fails once the file is unusable (the same on every rank).
     fn usable(&self) -> anyhow::Result<()> {
         if self.broken {
