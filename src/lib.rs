@@ -68,6 +68,7 @@
 #![warn(missing_docs)]
 
 pub mod collectives;
+pub mod commands;
 pub mod detect;
 pub mod dump;
 pub mod events;

@@ -1,15 +1,15 @@
-//! `chimbuko-mpi inspect` and `export`: reading a provenance file back.
+//! `chimbuko-mpi inspect` and `export`: the flags, parsed into the plain
+//! options of `chimbuko_mpi::inspect::command`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use chimbuko_mpi::inspect::export_json::export_json;
-use chimbuko_mpi::inspect::{inspect_json, print_inspect, InspectOptions};
-use chimbuko_mpi::provenance::export_csv::export_csv;
-use chimbuko_mpi::provenance::read::{is_provenance_file, Provenance};
-use chimbuko_mpi::provenance::ross::{is_ross_file, RossProvenance};
+use chimbuko_mpi::inspect::command::{
+    run_export as run_export_command, run_inspect as run_inspect_command, ExportCommand,
+    InspectCommand,
+};
+use chimbuko_mpi::inspect::InspectOptions;
 
 /// The flags of `inspect`.
 #[derive(Args)]
@@ -53,55 +53,25 @@ pub struct ExportArgs {
 
 /// Runs `inspect`.
 pub fn run_inspect(a: InspectArgs) -> anyhow::Result<()> {
-    if !is_provenance_file(&a.file)? {
-        anyhow::bail!(
-            "{} is not a provenance file of chimbuko-mpi (an HDF5 file without the schema_version attribute that `run` and `ross` write)",
-            a.file.display()
-        );
-    }
-    if is_ross_file(&a.file)? {
-        if a.json {
-            anyhow::bail!(
-                "{}: the file of a ROSS analysis has no JSON summary; `export --json` writes its tables as JSON",
-                a.file.display()
-            );
-        }
-        let p = RossProvenance::load(&a.file)?;
-        p.print_inspect(&mut std::io::stdout().lock(), a.top, a.settings)?;
-        return Ok(());
-    }
-    let p = Provenance::load(&a.file)?;
-    let o = InspectOptions {
-        top: a.top,
-        worst: a.worst,
-        settings: a.settings,
+    let c = InspectCommand {
+        file: a.file,
+        json: a.json,
+        options: InspectOptions {
+            top: a.top,
+            worst: a.worst,
+            settings: a.settings,
+        },
     };
-    let mut out = std::io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &inspect_json(&p, o))?;
-        writeln!(out)?;
-    } else {
-        print_inspect(&p, &mut out, o)?;
-    }
-    Ok(())
+    run_inspect_command(&c, &mut std::io::stdout().lock())
 }
 
 /// Runs `export`.
 pub fn run_export(a: ExportArgs) -> anyhow::Result<()> {
-    if a.json {
-        let written = if is_ross_file(&a.file)? {
-            RossProvenance::load(&a.file)?.export_json(&a.out)?
-        } else {
-            export_json(&Provenance::load(&a.file)?, &a.out)?
-        };
-        for (name, n) in written {
-            println!("{}: {n} documents", a.out.join(name).display());
-        }
-    }
-    if a.csv {
-        for (name, n) in export_csv(&a.file, &a.out)? {
-            println!("{}: {n} rows", a.out.join(name).display());
-        }
-    }
-    Ok(())
+    let c = ExportCommand {
+        file: a.file,
+        out: a.out,
+        json: a.json,
+        csv: a.csv,
+    };
+    run_export_command(&c, &mut std::io::stdout().lock())
 }

@@ -1,24 +1,16 @@
-//! `chimbuko-mpi model`: train, test, show and convert performance models
-//! (Eiger-compatible), and turn Eiger's storage into tables.
+//! `chimbuko-mpi model`: the flags, parsed into the plain options of
+//! `chimbuko_mpi::commands::model`, which does the work.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
-use chimbuko_mpi::model::describe::describe;
+use chimbuko_mpi::commands::model::{self as command, TestCommand, TrainCommand};
 use chimbuko_mpi::model::folds::CrossValidation;
-use chimbuko_mpi::model::format::{model_text, read_model, ModelFormat};
+use chimbuko_mpi::model::format::ModelFormat;
+use chimbuko_mpi::model::from_runs::ScalingOptions;
 use chimbuko_mpi::model::function::PoolFamilies;
-use chimbuko_mpi::model::input::{eiger_log, sql_dump};
-use chimbuko_mpi::model::model::{Model, Statistics};
-use chimbuko_mpi::model::plot::predicted_vs_actual;
-use chimbuko_mpi::model::pyfmt::py_repr;
-use chimbuko_mpi::model::table::Table;
-use chimbuko_mpi::model::train::{train, Profile, TrainOptions, Trained};
-
-mod from_runs;
+use chimbuko_mpi::model::train::{Profile, TrainOptions};
 
 /// The flags of `model`.
 #[derive(Args)]
@@ -44,7 +36,7 @@ enum ModelCommand {
     Table(TableArgs),
     /// Per function, model how a statistic scales with the runs' tags
     /// (`run --tag`), and rank functions by predicted cost at a given scale.
-    Scaling(from_runs::ScalingArgs),
+    Scaling(ScalingArgs),
 }
 
 /// Where a table comes from: one or more paths, by extension — `.csv`,
@@ -175,189 +167,92 @@ struct TableArgs {
     out: Option<PathBuf>,
 }
 
+/// The flags of `model scaling`.
+#[derive(Args)]
+struct ScalingArgs {
+    /// Provenance files of runs of the same application at different
+    /// scales, each tagged with `run --tag KEY=VALUE`.
+    #[arg(required = true, num_args = 2..)]
+    files: Vec<PathBuf>,
+    /// The per-function statistic to model: mean_exclusive_us,
+    /// mean_inclusive_us, total_exclusive_us or calls.
+    #[arg(long, default_value = "mean_exclusive_us")]
+    target: String,
+    /// The scale to predict at, e.g. `app_ranks=1024,size=4096` (default:
+    /// the largest value of each tag among the runs).
+    #[arg(long, value_delimiter = ',')]
+    at: Vec<String>,
+    /// Rows of the ranking.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Where to write the per-function models (a directory; optional).
+    #[arg(short, long)]
+    out: Option<PathBuf>,
+}
+
 /// Runs `model`.
 pub fn run_model(a: ModelArgs) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
     match a.command {
-        ModelCommand::Train(t) => run_train(*t),
-        ModelCommand::Test(t) => run_test(t),
-        ModelCommand::Show(s) => {
-            let (m, _) = read_model(&s.model)?;
-            print!("{}", describe(&m));
-            Ok(())
+        ModelCommand::Train(t) => command::run_train(&t.into_command()),
+        ModelCommand::Test(t) => {
+            let c = TestCommand {
+                model: t.model,
+                inputs: t.input.input,
+                target: t.target,
+                function: t.function,
+                show_prediction: t.show_prediction,
+                plot: t.plot,
+            };
+            command::run_test(&c, &mut stdout)
         }
-        ModelCommand::Convert(c) => {
-            let (m, _) = read_model(&c.input)?;
-            let format = c.format.unwrap_or(ModelFormat::from_path(&c.output));
-            write_text(&c.output, &model_text(&m, format))
-        }
+        ModelCommand::Show(s) => command::run_show(&s.model, &mut stdout),
+        ModelCommand::Convert(c) => command::run_convert(&c.input, &c.output, c.format),
         ModelCommand::Table(t) => {
-            let table = load_table(&t.input.input, t.function.as_deref())?;
-            let csv = table.to_csv();
-            match &t.out {
-                Some(p) => write_text(p, &csv),
-                None => {
-                    std::io::stdout().lock().write_all(csv.as_bytes())?;
-                    Ok(())
-                }
-            }
+            command::run_table(&t.input.input, t.function.as_deref(), t.out.as_deref())
         }
-        ModelCommand::Scaling(s) => from_runs::run_scaling(s),
+        ModelCommand::Scaling(s) => {
+            let options = ScalingOptions {
+                target: s.target,
+                at: s.at,
+                top: s.top,
+                out: s.out,
+            };
+            command::run_scaling(&s.files, &options)
+        }
     }
 }
 
-fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn is_provenance(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "h5" || e == "hdf5")
-}
-
-/// The table of the input files (see [`InputArgs`]).
-fn load_table(paths: &[PathBuf], function: Option<&str>) -> anyhow::Result<Table> {
-    let ext = |p: &PathBuf| {
-        p.extension()
-            .map(|e| e.to_string_lossy().to_ascii_lowercase())
-            .unwrap_or_default()
-    };
-    let first = &paths[0];
-    if is_provenance(first) {
-        let Some(f) = function else {
-            bail!(
-                "{}: a provenance file holds samples of many functions; say which with --function NAME (or train them all with --all-functions -o DIR)",
-                first.display()
-            );
-        };
-        return from_runs::samples_of(first, f);
-    }
-    if paths.iter().all(|p| ext(p) == "log") {
-        return Ok(eiger_log::read_logs(paths)?);
-    }
-    if paths.len() > 1 {
-        bail!("several inputs are read together only when all are Eiger logs (.log)");
-    }
-    match ext(first).as_str() {
-        "sql" => Ok(sql_dump::read_dump(first)?),
-        _ => Ok(Table::read_csv(first)?),
-    }
-}
-
-fn train_options(t: &TrainArgs, target: &str) -> TrainOptions {
-    let mut o = TrainOptions::new(target, t.profile);
-    o.predictors = t.predictors.clone();
-    o.threshold = t.threshold;
-    o.clusters = t.clusters;
-    o.seed = t.seed;
-    o.cross_validation = if t.no_cv {
-        Some(CrossValidation::None)
-    } else if let Some(rows) = &t.test_rows {
-        Some(CrossValidation::TestRows(rows.clone()))
-    } else {
-        t.nfolds.map(|k| CrossValidation::KFold { k, seed: t.seed })
-    };
-    o.families = PoolFamilies {
-        unary: true,
-        products: !t.no_products,
-        quotients: !t.no_quotients,
-    };
-    o
-}
-
-/// What training printed: the selection of each fold and the kept model.
-fn report_training(trained: &Trained, out: &mut dyn Write) -> std::io::Result<()> {
-    let names = chimbuko_mpi::model::format::json::column_names(&trained.model);
-    for f in &trained.folds {
-        let terms: Vec<String> = f.functions.iter().map(|x| x.describe(&names)).collect();
-        let which = if f.fold == usize::MAX {
-            "all folds".to_owned()
+impl TrainArgs {
+    /// The plain options of `model train`.
+    fn into_command(self) -> TrainCommand {
+        let mut training = TrainOptions::new("", self.profile);
+        training.predictors = self.predictors;
+        training.threshold = self.threshold;
+        training.clusters = self.clusters;
+        training.seed = self.seed;
+        training.cross_validation = if self.no_cv {
+            Some(CrossValidation::None)
+        } else if let Some(rows) = self.test_rows {
+            Some(CrossValidation::TestRows(rows))
         } else {
-            format!("fold {}", f.fold)
+            self.nfolds
+                .map(|k| CrossValidation::KFold { k, seed: self.seed })
         };
-        writeln!(
-            out,
-            "cluster {} {which}: R² {:.6}, adjusted {:.6}: {}",
-            f.cluster,
-            f.r2,
-            f.adjusted_r2,
-            terms.join(", ")
-        )?;
-    }
-    write!(out, "{}", describe(&trained.model))
-}
-
-fn run_train(mut t: TrainArgs) -> anyhow::Result<()> {
-    if let Some(p) = t.provenance.take() {
-        t.input = vec![p];
-    }
-    if t.all_functions {
-        return from_runs::train_all_functions(&t.input, &t.out, t.min_rows, |target| {
-            train_options(&t, target)
-        });
-    }
-    let provenance = is_provenance(&t.input[0]);
-    let table = load_table(&t.input, t.function.as_deref())?;
-    let target = t.target.clone().unwrap_or_else(|| {
-        if provenance {
-            "exclusive_us"
-        } else {
-            "runtime"
-        }
-        .into()
-    });
-    let mut opts = train_options(&t, &target);
-    if provenance && opts.predictors.is_none() {
-        opts.predictors = Some(from_runs::default_predictors(&table));
-    }
-    let mut trained = train(&table, &opts)?;
-    trained.model.function = t.function.clone();
-    report_training(&trained, &mut std::io::stderr().lock())?;
-    match &t.out {
-        Some(p) => {
-            let format = t.format.unwrap_or(ModelFormat::from_path(p));
-            write_text(p, &model_text(&trained.model, format))?;
-            eprintln!("model written to {}", p.display());
-        }
-        None => print!(
-            "{}",
-            model_text(&trained.model, t.format.unwrap_or(ModelFormat::Eiger))
-        ),
-    }
-    Ok(())
-}
-
-/// The target column for testing a model.
-fn test_target(model: &Model, given: Option<&str>) -> String {
-    given
-        .map(str::to_owned)
-        .or_else(|| model.target.clone())
-        .unwrap_or_else(|| "runtime".into())
-}
-
-fn run_test(t: TestArgs) -> anyhow::Result<()> {
-    let (model, _) = read_model(&t.model)?;
-    let function = t.function.clone().or_else(|| model.function.clone());
-    let table = load_table(&t.input.input, function.as_deref())?;
-    let target = test_target(&model, t.target.as_deref());
-    let y = table.column(table.column_index(&target)?);
-    let predicted = model.predict_rows(&model.inputs_from(&table)?);
-    let stats = Statistics::of(&y, &predicted);
-    let mut out = std::io::stdout().lock();
-    if t.show_prediction {
-        writeln!(out, "actual,predicted")?;
-        for (a, p) in y.iter().zip(&predicted) {
-            writeln!(out, "{},{}", py_repr(*a), py_repr(*p))?;
+        training.families = PoolFamilies {
+            unary: true,
+            products: !self.no_products,
+            quotients: !self.no_quotients,
+        };
+        TrainCommand {
+            inputs: self.provenance.map_or(self.input, |p| vec![p]),
+            function: self.function,
+            all_functions: self.all_functions,
+            min_rows: self.min_rows,
+            target: self.target,
+            training,
+            out: self.out,
+            format: self.format,
         }
     }
-    write!(out, "{}", stats.eiger_lines())?;
-    if let Some(png) = &t.plot {
-        let title = format!(
-            "{} on {} ({} rows)",
-            t.model.file_name().unwrap_or_default().to_string_lossy(),
-            table.source,
-            y.len()
-        );
-        predicted_vs_actual(png, &title, &y, &predicted).map_err(anyhow::Error::msg)?;
-        eprintln!("plot written to {}", png.display());
-    }
-    Ok(())
 }

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+pub mod command;
 pub mod export_json;
 pub mod ross;
 

@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 
 use super::attributes::unix_seconds;
 use super::collective_failure;
-use super::pipeline::{judge, Pipeline, RunState};
+use super::pipeline::{Pipeline, RunState};
 use super::streams::StreamState;
 use super::timings::Stage;
 use crate::output::consumer::RunEnd;
@@ -21,22 +21,18 @@ impl Pipeline<'_> {
     /// collective).
     fn conclude_incidents(&mut self) {
         let st = &mut self.state;
-        st.incidents.finish();
-        let mine: u64 = st
-            .streams
-            .iter()
-            .filter_map(|s| s.span)
-            .map(|(a, b)| b.saturating_sub(a))
-            .sum();
-        let total_us = st.coll.allreduce_sum(&[mine])[0];
+        st.links.tracker.finish();
+        let mine: u64 = st.streams.iter().map(|s| s.covered_us()).sum();
+        let total_us = st.run.coll.allreduce_sum(&[mine])[0];
         let names = &st.names;
         let (all, below) = st
-            .incidents
+            .links
+            .tracker
             .incidents(total_us, &|f| names.functions.name(f).to_owned());
-        st.incident_list = Some(crate::incidents::IncidentList::rank(
+        st.links.list = Some(crate::incidents::IncidentList::rank(
             all,
             total_us as f64 / 1e6,
-            st.opts.incident_floor,
+            st.run.opts.incident_floor,
             below.occurrences,
             below.cost_us as f64 / 1e6,
         ));
@@ -44,7 +40,8 @@ impl Pipeline<'_> {
 
     /// Finishes the run after its last step.
     pub(super) fn finish(mut self) -> anyhow::Result<()> {
-        let calls_in_steps = self.state.coll.calls_made() - self.state.calls_before;
+        let run = &self.state.run;
+        let calls_in_steps = run.coll.calls_made() - run.calls_before;
         let (pruned, open_calls) = self.label_what_is_held();
         self.conclude_incidents();
         self.finish_outputs()?;
@@ -53,15 +50,17 @@ impl Pipeline<'_> {
         let failed = super::StreamsFailed {
             failed: summary.streams_failed,
             stalled: summary.streams_stalled,
-            streams: st.all_streams as u64,
+            streams: st.run.all_streams as u64,
             none_read: summary.rows == 0,
-            with_file: st.provenance.is_some(),
+            with_file: st.run.provenance.is_some(),
         };
-        let allowed = st.opts.allow_failed_streams;
+        let allowed = st.run.opts.allow_failed_streams;
         self.outputs.report(&st.context(), &mut summary)?;
         // The HTML page of the file just closed (rank 0; no collective
         // follows, so only rank 0's exit status says if it failed).
-        if let (Some(html), Some(prov), 0) = (&st.opts.report, &st.provenance, st.coll.rank()) {
+        if let (Some(html), Some(prov), 0) =
+            (&st.run.opts.report, &st.run.provenance, st.run.coll.rank())
+        {
             let w = crate::report::write_report(prov, html)
                 .with_context(|| format!("writing the report of {}", prov.display()))?;
             eprintln!(
@@ -83,16 +82,15 @@ impl Pipeline<'_> {
     fn label_what_is_held(&mut self) -> (u64, u64) {
         let RunState {
             held,
-            filter,
-            detector,
-            opts,
+            model,
+            run,
             names,
-            steps_done,
+            totals,
             ..
         } = &mut self.state;
-        let (late, pruned) = held.judge_at_end(*steps_done, |e, p| {
-            judge(filter, detector.as_ref(), opts.use_inclusive, e, p)
-        });
+        let inclusive = run.opts.use_inclusive;
+        let (late, pruned) =
+            held.judge_at_end(totals.steps_done, |e, p| model.judge(inclusive, e, p));
         self.outputs.late_labels(&late, names);
         let mut open_calls = 0u64;
         for s in &mut self.state.streams {
@@ -107,8 +105,8 @@ impl Pipeline<'_> {
     /// as writing); an error of any rank stops every rank.
     fn finish_outputs(&mut self) -> anyhow::Result<()> {
         let end = RunEnd {
-            steps: self.state.steps_done,
-            ended_at: self.state.coll.allreduce_max(&[unix_seconds()])[0],
+            steps: self.state.totals.steps_done,
+            ended_at: self.state.run.coll.allreduce_max(&[unix_seconds()])[0],
             completed: true,
             stopped_by: None,
         };
@@ -116,7 +114,7 @@ impl Pipeline<'_> {
             let ctx = p.state.context();
             p.outputs.finish(&ctx, &end)
         });
-        let coll = self.state.coll;
+        let coll = self.state.run.coll;
         let failed = coll.allreduce_sum(&[failure.is_some() as u64])[0];
         if failed > 0 {
             return Err(collective_failure(coll, failure.as_deref()));
@@ -134,9 +132,9 @@ impl RunState<'_> {
         pruned: u64,
         open_calls: u64,
     ) -> anyhow::Result<RunSummary> {
-        let coll = self.coll;
+        let coll = self.run.coll;
         let pruned = coll.allreduce_sum(&[pruned])[0];
-        let digest = self.detector.digest();
+        let digest = self.model.detector.digest();
         let dmin = coll.allreduce_min(&[digest])[0];
         let dmax = coll.allreduce_max(&[digest])[0];
         if dmin != dmax {
@@ -145,7 +143,7 @@ impl RunState<'_> {
             );
         }
         let count = |f: fn(&StreamState) -> bool| {
-            self.streams.iter().filter(|s| f(&s.state)).count() as u64
+            self.streams.iter().filter(|s| f(s.state())).count() as u64
         };
         let totals = coll.allreduce_sum(&[
             open_calls,
@@ -156,14 +154,15 @@ impl RunState<'_> {
         let stage_max = self.timings.reduce_max(coll);
         let peak_rss_kb = coll.allreduce_max(&[crate::sys::allocator::peak_rss_kb()])[0];
         let (traffic, traffic_in) = self.collective_traffic();
-        let steps = self.steps_done.max(1) as f64;
+        let (run_totals, steps_done) = (&self.totals, self.totals.steps_done);
+        let steps = steps_done.max(1) as f64;
         Ok(RunSummary {
             ad_ranks: coll.size(),
-            streams: self.all_streams,
-            steps: self.steps_done,
-            rows: self.rows,
-            executions: self.executions,
-            anomalies_in_situ: self.anomalies,
+            streams: self.run.all_streams,
+            steps: steps_done,
+            rows: run_totals.rows,
+            executions: run_totals.executions,
+            anomalies_in_situ: run_totals.anomalies,
             // The run's summary fills in the final anomalies and the truth.
             anomalies: 0,
             anomalies_pruned_at_end: pruned,
@@ -171,21 +170,22 @@ impl RunState<'_> {
             event_issues: totals[1],
             streams_failed: totals[2],
             streams_stalled: totals[3],
-            seconds: self.start.elapsed().as_secs_f64(),
+            seconds: self.run.start.elapsed().as_secs_f64(),
             model_digest: format!("{digest:016x}"),
             peak_rss_mb: peak_rss_kb as f64 / 1024.0,
             timings: stage_max,
             truth: None,
             incident_truth: self.incident_truth()?,
-            provenance: self.provenance.as_ref().map(|p| p.display().to_string()),
-            collective_bytes_per_step: CollectiveBytes::per_step(&traffic, self.steps_done),
-            collective_bytes_received_per_step: CollectiveBytes::per_step(
-                &traffic_in,
-                self.steps_done,
-            ),
+            provenance: self
+                .run
+                .provenance
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            collective_bytes_per_step: CollectiveBytes::per_step(&traffic, steps_done),
+            collective_bytes_received_per_step: CollectiveBytes::per_step(&traffic_in, steps_done),
             name_hash_collisions: coll.name_hash_collisions(),
             collective_calls_per_step: calls_in_steps as f64 / steps,
-            active_functions_per_step: self.active_functions as f64 / steps,
+            active_functions_per_step: run_totals.active_functions as f64 / steps,
         })
     }
 
@@ -197,8 +197,8 @@ impl RunState<'_> {
         let sent: Vec<u64> = exchanging.iter().map(|&s| t.bytes(s)).collect();
         let received: Vec<u64> = exchanging.iter().map(|&s| t.received(s)).collect();
         (
-            self.coll.allreduce_max(&sent),
-            self.coll.allreduce_max(&received),
+            self.run.coll.allreduce_max(&sent),
+            self.run.coll.allreduce_max(&received),
         )
     }
 
@@ -208,7 +208,7 @@ impl RunState<'_> {
         &self,
     ) -> anyhow::Result<Option<crate::output::truth_incidents::IncidentScore>> {
         use crate::output::truth_incidents::IncidentTruth;
-        let (Some(list), Some(t)) = (&self.incident_list, self.opts.truth.first()) else {
+        let (Some(list), Some(t)) = (&self.links.list, self.run.opts.truth.first()) else {
             return Ok(None);
         };
         match IncidentTruth::beside(t) {

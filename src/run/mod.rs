@@ -34,8 +34,7 @@ use crate::trace::source::SourceOpener;
 use crate::trace::tau::TauSources;
 use options::RunOptions;
 use pipeline::Pipeline;
-use stage::{Next, StepWork};
-use timings::Stage;
+use stage::Next;
 
 /// Runs the analysis under MPI on TAU streams over ADIOS2 (what
 /// `chimbuko-mpi run` does). An error is printed once, by the rank it
@@ -95,18 +94,7 @@ pub fn run(
     let mut p = Pipeline::set_up(coll, opts, sources)?;
     let mut step = 0u64;
     while opts.max_steps.is_none_or(|m| step < m) {
-        let mut work = StepWork::new(step);
-        p.timed(Stage::Read, |p| p.read(&mut work));
-        p.timed(Stage::Agree, |p| p.agree(&work));
-        p.timed(Stage::Build, |p| p.build(&mut work));
-        p.timed(Stage::Reduce, |p| p.reduce(&mut work));
-        p.timed(Stage::Label, |p| p.label(&mut work));
-        p.timed(Stage::Link, |p| p.link(&work));
-        p.timed(Stage::Collect, |p| p.collect(&work));
-        p.timed(Stage::Write, |p| p.write(&work));
-        p.timed(Stage::Trim, |p| p.trim(&work));
-        let status = p.timed(Stage::Status, |p| p.status(&work));
-        if p.after_status(&work, status)? == Next::Finish {
+        if p.step(step)? == Next::Finish {
             break;
         }
         step += 1;

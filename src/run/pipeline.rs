@@ -1,10 +1,11 @@
 //! What one AD rank carries from step to step, and how a run is set up.
 //!
-//! [`Pipeline`] holds the run's state ([`RunState`]: streams, names, the
-//! global model, held executions, counters) apart from its outputs
-//! ([`Outputs`]), so that a stage can show the state to the outputs while
-//! it calls them. The stages themselves are methods in `stage/`, one file
-//! each; the end of the run is in `finish.rs`.
+//! [`Pipeline`] holds the run's state ([`RunState`], in named parts:
+//! streams, names, the global model, held executions, incidents, totals)
+//! apart from its outputs ([`Outputs`]), so that a stage can show the state
+//! to the outputs while it calls them. The stages themselves are functions
+//! in `stage/`, one file each, handed the parts they read or evolve; the
+//! end of the run is in `finish.rs`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -40,22 +41,62 @@ pub(super) struct Pipeline<'a> {
     pub outputs: Outputs,
 }
 
-/// The state one AD rank carries from step to step.
+/// The state one AD rank carries from step to step, in parts named after
+/// what they are; each part says which stage evolves it, and a stage
+/// (`stage/`) is handed only the parts it reads or evolves.
 pub(super) struct RunState<'a> {
+    /// What the run was set up with (no stage changes it).
+    pub run: RunSetup<'a>,
+    /// This rank's streams: read delivers their steps, build replays them,
+    /// label judges their executions, link and trim follow them.
+    pub streams: Vec<OwnedStream>,
+    /// The agreed function and counter tables (evolved by agree).
+    pub names: GlobalNames,
+    /// The global model and what feeds it (agree, build, reduce).
+    pub model: ModelState,
+    /// Runtime and counter profiles since the start (evolved by build).
+    pub profiling: Profiling,
+    /// Executions whose label is not final yet (evolved by label).
+    pub held: HeldExecutions,
+    /// The incidents as they form (evolved by link).
+    pub links: Linking,
+    /// Sums over all ranks of the steps so far (evolved by status, and
+    /// by reduce for the active functions).
+    pub totals: RunTotals,
+    /// Problems found in the streams' events so far (evolved by build).
+    pub issues: EventIssues,
+    /// Time and collective bytes per stage (every stage, through
+    /// [`Pipeline::timed`]).
+    pub timings: Timings,
+    /// The first error of this rank in the current step; every rank stops
+    /// at the status exchange when any has one.
+    pub failure: Option<String>,
+}
+
+/// What the run was set up with: read by the stages, changed by none.
+pub(super) struct RunSetup<'a> {
     /// The AD ranks' communicator.
     pub coll: &'a Collectives,
     /// What the run was asked to do.
     pub opts: &'a RunOptions,
-    /// This rank's streams.
-    pub streams: Vec<OwnedStream>,
     /// All streams of the run, on all ranks.
     pub all_streams: usize,
-    /// The agreed function and counter tables.
-    pub names: GlobalNames,
+    /// When the run started.
+    pub start: Instant,
+    /// The provenance file, if one is written.
+    pub provenance: Option<std::path::PathBuf>,
+    /// Collective calls before the first step.
+    pub calls_before: u64,
+}
+
+/// The global model and what decides how executions feed it: agree adds
+/// the new functions, build feeds this step's executions into the partial
+/// model, reduce makes the global model (the same on every rank).
+pub(super) struct ModelState {
+    /// The global model, and this step's partial one.
+    pub detector: Box<dyn Detector>,
     /// Ignored functions and per-function thresholds.
     pub filter: FunctionFilter,
-    /// The global model (after each reduce, the same on every rank).
-    pub detector: Box<dyn Detector>,
     /// This rank's functions with an execution in the current step (the
     /// model reduction covers those of all ranks only).
     pub touched: super::active::TouchedFunctions,
@@ -63,98 +104,88 @@ pub(super) struct RunState<'a> {
     /// step to step).
     pub reduced: Vec<crate::detect::Wire>,
     /// By global function: judged by a performance model's prediction
-    /// (`detector.predicts`, kept here so that the build asks no virtual
+    /// (asked once per new function, so that the build asks no virtual
     /// call per execution).
     pub modelled: Vec<bool>,
-    /// Runtime and counter profiles of this rank since the start (for the
-    /// provenance file and the live statistics).
+}
+
+/// Runtime and counter profiles of this rank since the start (for the
+/// provenance file and the live statistics), evolved by build.
+#[derive(Default)]
+pub(super) struct Profiling {
+    /// The profiles.
     pub profiles: RunProfiles,
-    /// Whether some output needs `profiles`.
-    pub profiling: bool,
-    /// Executions whose label is not final yet.
-    pub held: HeldExecutions,
-    /// Time and collective bytes per stage.
-    pub timings: Timings,
-    /// Collective calls before the first step.
-    pub calls_before: u64,
-    /// Problems found in the streams' events so far.
-    pub issues: EventIssues,
-    /// Sums over all ranks of the steps so far (from the status exchange).
+    /// Whether some output needs them (else they stay empty).
+    pub on: bool,
+}
+
+/// The incidents as they form, evolved by link; ranked at the end.
+pub(super) struct Linking {
+    /// The incidents so far (the same on every rank).
+    pub tracker: crate::incidents::tau::Tracker,
+    /// By global function: what kind of call it is.
+    pub call_classes: Vec<crate::incidents::tau::CallClass>,
+    /// The incidents of the run, ranked, once the run has ended.
+    pub list: Option<crate::incidents::IncidentList>,
+}
+
+/// Sums over all ranks of the steps so far.
+#[derive(Default)]
+pub(super) struct RunTotals {
+    /// Trace rows read.
     pub rows: u64,
-    /// Executions labelled so far, all ranks.
+    /// Executions labelled.
     pub executions: u64,
-    /// Anomalies labelled in situ so far, all ranks.
+    /// Anomalies labelled in situ.
     pub anomalies: u64,
     /// Steps that delivered data.
     pub steps_done: u64,
     /// Functions in the steps' active sets (executed on some rank), summed
     /// over the steps.
     pub active_functions: u64,
-    /// The incidents as they form (the same on every rank).
-    pub incidents: crate::incidents::tau::Tracker,
-    /// By global function: what kind of call it is, for the linking.
-    pub call_classes: Vec<crate::incidents::tau::CallClass>,
-    /// The incidents of the run, ranked, once the run has ended.
-    pub incident_list: Option<crate::incidents::IncidentList>,
-    /// The first error of this rank in the current step; every rank stops
-    /// at the status exchange when any has one.
-    pub failure: Option<String>,
-    /// When the run started.
-    pub start: Instant,
-    /// The provenance file, if one is written.
-    pub provenance: Option<std::path::PathBuf>,
 }
 
 impl<'a> RunState<'a> {
     /// The state before the first step: no names, no model data, nothing
-    /// counted; the settings from `opts`.
+    /// counted; the settings from `setup.opts`.
     fn new(
-        coll: &'a Collectives,
-        opts: &'a RunOptions,
+        setup: RunSetup<'a>,
         streams: Vec<OwnedStream>,
-        all_streams: usize,
         filter: FunctionFilter,
         detector: Box<dyn Detector>,
     ) -> Self {
+        let opts = setup.opts;
         let max_stored = if opts.final_relabel {
             opts.max_stored_anomalies
         } else {
             0
         };
+        let link_settings = crate::incidents::tau::LinkSettings {
+            tolerance_us: opts.incident_tolerance_us,
+            inclusive: opts.use_inclusive,
+        };
         RunState {
-            coll,
-            opts,
+            run: setup,
             streams,
-            all_streams,
             names: GlobalNames::default(),
-            filter,
-            detector,
-            touched: Default::default(),
-            reduced: Vec::new(),
-            modelled: Vec::new(),
-            profiles: RunProfiles::default(),
-            profiling: false,
+            model: ModelState {
+                detector,
+                filter,
+                touched: Default::default(),
+                reduced: Vec::new(),
+                modelled: Vec::new(),
+            },
+            profiling: Profiling::default(),
             held: HeldExecutions::new(opts.max_pending, max_stored),
-            timings: Timings::default(),
-            calls_before: coll.calls_made(),
+            links: Linking {
+                tracker: crate::incidents::tau::Tracker::new(link_settings, opts.incident_floor),
+                call_classes: Vec::new(),
+                list: None,
+            },
+            totals: RunTotals::default(),
             issues: EventIssues::default(),
-            rows: 0,
-            executions: 0,
-            anomalies: 0,
-            steps_done: 0,
-            active_functions: 0,
-            incidents: crate::incidents::tau::Tracker::new(
-                crate::incidents::tau::LinkSettings {
-                    tolerance_us: opts.incident_tolerance_us,
-                    inclusive: opts.use_inclusive,
-                },
-                opts.incident_floor,
-            ),
-            call_classes: Vec::new(),
-            incident_list: None,
+            timings: Timings::default(),
             failure: None,
-            start: Instant::now(),
-            provenance: None,
         }
     }
 }
@@ -163,13 +194,13 @@ impl RunState<'_> {
     /// What the outputs see of the run in their collective hooks.
     pub fn context(&self) -> RunContext<'_> {
         RunContext {
-            coll: self.coll,
+            coll: self.run.coll,
             names: &self.names,
-            detector: self.detector.as_ref(),
-            profiles: &self.profiles,
+            detector: self.model.detector.as_ref(),
+            profiles: &self.profiling.profiles,
             streams: &self.streams,
-            incidents_in_step: self.incidents.found_last_step(),
-            incidents: self.incident_list.as_ref(),
+            incidents_in_step: self.links.tracker.found_last_step(),
+            incidents: self.links.list.as_ref(),
         }
     }
 
@@ -178,6 +209,14 @@ impl RunState<'_> {
         if let Some(m) = message {
             self.failure.get_or_insert(m);
         }
+    }
+}
+
+impl ModelState {
+    /// The verdict on `e` against the global model (see [`judge`]).
+    #[inline]
+    pub fn judge(&self, use_inclusive: bool, e: &Execution, p: Option<Prediction>) -> Verdict {
+        judge(&self.filter, self.detector.as_ref(), use_inclusive, e, p)
     }
 }
 
@@ -263,23 +302,29 @@ impl<'a> Pipeline<'a> {
             }
         }
         let live = push_live_and_summary(&mut outputs, rank, opts, truth)?;
-        let mut state = RunState::new(coll, opts, streams, all_specs.len(), filter, detector);
-        state.profiling = provenance.is_some() || live;
+        let setup = RunSetup {
+            coll,
+            opts,
+            all_streams: all_specs.len(),
+            start,
+            provenance,
+            calls_before: coll.calls_made(),
+        };
+        let mut state = RunState::new(setup, streams, filter, detector);
+        state.profiling.on = state.run.provenance.is_some() || live;
         state.failure = failure;
-        state.start = start;
-        state.provenance = provenance;
         Ok(Pipeline { state, outputs })
     }
 
     /// Runs one stage of the step, timed and with its collective bytes
     /// counted.
     pub fn timed<R>(&mut self, stage: Stage, f: impl FnOnce(&mut Self) -> R) -> R {
+        let coll = self.state.run.coll;
         let t = Instant::now();
-        let sent = self.state.coll.bytes_sent();
-        let received = self.state.coll.bytes_received();
+        let (sent, received) = (coll.bytes_sent(), coll.bytes_received());
         let r = f(self);
-        let bytes = self.state.coll.bytes_sent() - sent;
-        let received = self.state.coll.bytes_received() - received;
+        let bytes = coll.bytes_sent() - sent;
+        let received = coll.bytes_received() - received;
         self.state.timings.add(stage, t.elapsed(), bytes, received);
         r
     }

@@ -61,7 +61,7 @@ pub struct OwnedStream {
     reader: Option<ThreadedReader>,
     /// The step's rows once built (its name definitions are shown to the
     /// outputs), handed back for reuse with the next request.
-    pub spare: Option<TraceStep>,
+    spare: Option<TraceStep>,
     /// The stream's call stacks, carried from step to step.
     pub calls: CallStackBuilder,
     /// The stream's local name indices → the global ones.
@@ -80,29 +80,29 @@ pub struct OwnedStream {
     /// Whether each of `out.executions` has its final label.
     pub settled: Vec<bool>,
     /// Where the stream stands.
-    pub state: StreamState,
+    state: StreamState,
     /// Steps read so far.
-    pub steps: u64,
+    steps: u64,
     /// Rows read so far.
-    pub rows: u64,
+    rows: u64,
     /// Since when the stream's next step has been awaited (its request,
     /// or its last step's arrival when the next was asked for at once):
     /// the `--step-timeout` of every stream runs from there, so streams
     /// waited for one after another time out together, not one after the
     /// other.
-    pub waiting_since: Option<Instant>,
+    waiting_since: Option<Instant>,
     /// The run step of the last step read.
-    pub last_step: Option<u64>,
+    last_step: Option<u64>,
     /// Run step at which the stream stopped (ended, stalled or failed).
-    pub stopped_at: Option<u64>,
+    stopped_at: Option<u64>,
     /// Problems in the input so far, by kind (reader and call-stack replay).
-    pub issues: BTreeMap<&'static str, u64>,
+    issues: BTreeMap<&'static str, u64>,
     /// What the incident linking keeps of the stream (message ordinals,
     /// usual bytes per function).
     pub links: crate::incidents::tau::StreamLinks,
     /// First and last timestamp read so far (µs): the rank time the
     /// stream covers.
-    pub span: Option<(u64, u64)>,
+    span: Option<(u64, u64)>,
 }
 
 impl OwnedStream {
@@ -139,6 +139,31 @@ impl OwnedStream {
     /// The stream's path, for messages.
     pub fn name(&self) -> String {
         self.spec.path.display().to_string()
+    }
+
+    /// Where the stream stands.
+    pub fn state(&self) -> &StreamState {
+        &self.state
+    }
+
+    /// Keeps the step's rows, once built, until the next request (the
+    /// outputs see its name definitions), then hands them back for reuse.
+    pub fn keep_rows(&mut self, trace: TraceStep) {
+        self.spare = Some(trace);
+    }
+
+    /// Widens the time the stream covers by this step's events.
+    pub fn widen_span(&mut self) {
+        self.span = match (self.span, self.out.first_ts, self.out.last_ts) {
+            (Some((a, b)), Some(f), Some(l)) => Some((a.min(f), b.max(l))),
+            (None, Some(f), Some(l)) => Some((f, l)),
+            (span, _, _) => span,
+        };
+    }
+
+    /// The rank time the stream covers so far (µs, first to last event).
+    pub fn covered_us(&self) -> u64 {
+        self.span.map_or(0, |(a, b)| b.saturating_sub(a))
     }
 
     /// Whether the stream has stopped delivering steps.

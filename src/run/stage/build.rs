@@ -14,73 +14,83 @@
 //! (only those of modelled functions are touched), and its ratio is what
 //! goes into the partial model.
 
-use super::{Pipeline, StepWork};
 use crate::detect::Detector;
 use crate::events::features::{counter_features, fixed_features};
-use crate::events::Execution;
+use crate::events::{EventIssues, Execution};
+use crate::run::options::RunOptions;
+use crate::run::pipeline::{ModelState, Profiling};
 use crate::run::streams::OwnedStream;
+use crate::trace::step::TraceStep;
 
-impl Pipeline<'_> {
-    /// Builds the executions of every stream that delivered a step.
-    pub(in crate::run) fn build(&mut self, work: &mut StepWork) {
-        let st = &mut self.state;
-        for s in &mut st.streams {
-            s.out.clear();
-        }
-        let use_inclusive = st.opts.use_inclusive;
-        let modelling = st.detector.predictor().is_some();
-        let (filter, detector, profiles, profiling, modelled, touched) = (
-            &st.filter,
-            &mut st.detector,
-            &mut st.profiles,
-            st.profiling,
-            &st.modelled,
-            &mut st.touched,
-        );
-        let is_modelled = |f: u32| modelling && modelled.get(f as usize).copied().unwrap_or(false);
-        for (i, trace) in std::mem::take(&mut work.traces) {
-            let s = &mut st.streams[i];
-            s.modelled.clear();
-            // Executions come in the order of `out.executions`: counting
-            // them gives each one's index there.
-            let mut index = 0u32;
-            let noted = &mut s.modelled;
-            let mut on_complete = |e: &Execution| {
-                if !filter.is_ignored(e.function) {
-                    if is_modelled(e.function) {
-                        noted.push(index);
-                    } else {
-                        detector.observe(e.function, e.judged_runtime(use_inclusive));
-                    }
-                    touched.mark(e.function);
+/// Builds the executions of every stream that delivered step `step`, each
+/// fed to the partial model (and the profiles) as it completes; the
+/// streams' event issues go to `issues`. Returns the streams that
+/// delivered, in order.
+pub(super) fn build(
+    opts: &RunOptions,
+    step: u64,
+    traces: Vec<(usize, TraceStep)>,
+    streams: &mut [OwnedStream],
+    (model, profiling, issues): (&mut ModelState, &mut Profiling, &mut EventIssues),
+) -> Vec<usize> {
+    let mut active = Vec::with_capacity(traces.len());
+    for s in streams.iter_mut() {
+        s.out.clear();
+    }
+    let use_inclusive = opts.use_inclusive;
+    let modelling = model.detector.predictor().is_some();
+    let ModelState {
+        filter,
+        detector,
+        touched,
+        modelled,
+        ..
+    } = model;
+    let (profiles, profiling_on) = (&mut profiling.profiles, profiling.on);
+    let is_modelled = |f: u32| modelling && modelled.get(f as usize).copied().unwrap_or(false);
+    for (i, trace) in traces {
+        let s = &mut streams[i];
+        s.modelled.clear();
+        // Executions come in the order of `out.executions`: counting them
+        // gives each one's index there.
+        let mut index = 0u32;
+        let noted = &mut s.modelled;
+        let mut on_complete = |e: &Execution| {
+            if !filter.is_ignored(e.function) {
+                if is_modelled(e.function) {
+                    noted.push(index);
+                } else {
+                    detector.observe(e.function, e.judged_runtime(use_inclusive));
                 }
-                index += 1;
-                if profiling {
-                    profiles.profile(e.function, e.inclusive(), e.exclusive);
-                }
-            };
-            s.calls
-                .build_step_into(work.step, &trace, &s.map, &mut s.out, &mut on_complete);
-            if modelling {
-                predict_stream(s, work.step, detector.as_mut(), use_inclusive);
+                touched.mark(e.function);
             }
-            if s.out.issues.has_problems() && !st.opts.quiet {
-                eprintln!("warning: {}", s.out.issues.summary(&s.name(), work.step));
+            index += 1;
+            if profiling_on {
+                profiles.profile(e.function, e.inclusive(), e.exclusive);
             }
-            st.issues.merge(&s.out.issues);
-            s.count_event_issues();
-            // Kept until the next request: the outputs see its names.
-            s.spare = Some(trace);
-            work.active.push(i);
+        };
+        s.calls
+            .build_step_into(step, &trace, &s.map, &mut s.out, &mut on_complete);
+        if modelling {
+            predict_stream(s, step, detector.as_mut(), use_inclusive);
         }
-        if st.profiling {
-            for s in &st.streams {
-                for c in s.out.counters.iter().chain(&s.out.node_state) {
-                    st.profiles.counter(c.counter, c.value);
-                }
+        if s.out.issues.has_problems() && !opts.quiet {
+            eprintln!("warning: {}", s.out.issues.summary(&s.name(), step));
+        }
+        issues.merge(&s.out.issues);
+        s.count_event_issues();
+        // Kept until the next request: the outputs see its names.
+        s.keep_rows(trace);
+        active.push(i);
+    }
+    if profiling_on {
+        for s in streams.iter() {
+            for c in s.out.counters.iter().chain(&s.out.node_state) {
+                profiles.counter(c.counter, c.value);
             }
         }
     }
+    active
 }
 
 /// The model detector's predictions for a stream's executions of modelled

@@ -2,16 +2,15 @@
 //! executions (provenance records with their call stacks and windows), then
 //! the collective part (the model snapshots the records refer to).
 
-use super::{Pipeline, StepWork};
+use super::StepStreams;
+use crate::output::consumer::Outputs;
+use crate::run::pipeline::RunState;
 
-impl Pipeline<'_> {
-    /// Lets the outputs collect the step.
-    pub(in crate::run) fn collect(&mut self, work: &StepWork) {
-        let st = &self.state;
-        for &i in &work.active {
-            self.outputs
-                .collect_stream(&st.streams[i].labelled(i, work.step), &st.names);
-        }
-        self.outputs.collect(&st.context(), work.step);
+/// Lets the outputs collect the step's labelled executions, then the
+/// collective part (which sees the run as `st` holds it).
+pub(super) fn collect(outputs: &mut Outputs, st: &RunState<'_>, this: StepStreams<'_>) {
+    for &i in this.active {
+        outputs.collect_stream(&st.streams[i].labelled(i, this.step), &st.names);
     }
+    outputs.collect(&st.context(), this.step);
 }

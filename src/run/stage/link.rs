@@ -5,99 +5,112 @@
 //! the delays that caused them (`incidents::tau`). Only anomalous
 //! executions travel, so the exchange stays small.
 
-use super::{Pipeline, StepWork};
+use super::StepStreams;
 use crate::detect::{Detector, Label, Prediction};
+use crate::events::names::GlobalNames;
 use crate::events::Execution;
 use crate::incidents::tau::mpi_calls::classify;
 use crate::incidents::tau::{CallClass, Judgement, Node, StreamLinks};
-use crate::run::pipeline::RunState;
+use crate::output::consumer::LateLabel;
+use crate::run::pipeline::{Linking, ModelState, RunSetup};
+use crate::run::streams::OwnedStream;
 
-impl Pipeline<'_> {
-    /// Links the step's anomalies into incidents (collective).
-    pub(in crate::run) fn link(&mut self, work: &StepWork) {
-        let st = &mut self.state;
-        let mut words = Vec::new();
-        for &i in &work.active {
-            let s = &mut st.streams[i];
-            s.links.observe_step(&s.out);
-            s.span = match (s.span, s.out.first_ts, s.out.last_ts) {
-                (Some((a, b)), Some(f), Some(l)) => Some((a.min(f), b.max(l))),
-                (None, Some(f), Some(l)) => Some((f, l)),
-                (span, _, _) => span,
-            };
-        }
-        let RunState {
-            streams,
-            detector,
-            names,
-            call_classes,
-            opts,
-            ..
-        } = st;
-        let n = names.functions.len();
-        while call_classes.len() < n {
-            call_classes.push(classify(names.functions.name(call_classes.len() as u32)));
-        }
-        let inclusive = opts.use_inclusive;
-        for &i in &work.active {
-            let s = &streams[i];
-            let program = s.spec.program;
-            for (k, (e, v)) in s.out.executions.iter().zip(&s.verdicts).enumerate() {
-                if v.label != Label::Anomaly {
-                    continue;
-                }
-                let prediction = Prediction::of_execution(&s.predictions, k);
-                let Some((runtime, expected)) = judged(detector.as_ref(), e, prediction, inclusive)
-                else {
-                    continue;
-                };
-                let judgement = Judgement {
-                    class: call_classes[e.function as usize],
-                    runtime_us: runtime,
-                    expected_us: expected,
-                    score: v.score,
-                    labelled_step: work.step,
-                };
-                s.links
-                    .node(program, &s.out, e, judgement)
-                    .encode(&mut words);
+/// Links the step's anomalies (and the `late` ones of earlier steps) into
+/// incidents (collective): every rank's nodes are gathered and fed, in
+/// the same order everywhere, to the tracker in `links`.
+pub(super) fn link(
+    run: &RunSetup<'_>,
+    this: StepStreams<'_>,
+    late: &[LateLabel],
+    streams: &mut [OwnedStream],
+    (model, names): (&ModelState, &GlobalNames),
+    links: &mut Linking,
+) {
+    for &i in this.active {
+        let s = &mut streams[i];
+        s.links.observe_step(&s.out);
+        s.widen_span();
+    }
+    let classes = &mut links.call_classes;
+    while classes.len() < names.functions.len() {
+        classes.push(classify(names.functions.name(classes.len() as u32)));
+    }
+    let mut words = Vec::new();
+    let judging = (model.detector.as_ref(), run.opts.use_inclusive);
+    step_nodes(this, streams, judging, classes, &mut words);
+    late_nodes(this.step, late, judging, classes, &mut words);
+    // This rank's rank time so far goes first, so that every rank knows
+    // the run's and the floor it makes.
+    let span: u64 = streams.iter().map(|s| s.covered_us()).sum();
+    words.insert(0, span);
+    let gathered = run.coll.allgather_words(&words);
+    links
+        .tracker
+        .set_rank_time(gathered.iter().filter_map(|w| w.first()).sum());
+    let nodes: Vec<Node> = gathered
+        .iter()
+        .flat_map(|w| Node::decode_all(w.get(1..).unwrap_or(&[])))
+        .collect();
+    links.tracker.step(this.step, nodes);
+}
+
+/// The nodes of this step's slow anomalies of every active stream,
+/// encoded into `words`.
+fn step_nodes(
+    this: StepStreams<'_>,
+    streams: &[OwnedStream],
+    (detector, inclusive): (&dyn Detector, bool),
+    classes: &[CallClass],
+    words: &mut Vec<u64>,
+) {
+    for &i in this.active {
+        let s = &streams[i];
+        let program = s.spec.program;
+        for (k, (e, v)) in s.out.executions.iter().zip(&s.verdicts).enumerate() {
+            if v.label != Label::Anomaly {
+                continue;
             }
-        }
-        for l in &work.late_anomalies {
-            let e = &l.execution;
-            let Some((runtime, expected)) = judged(detector.as_ref(), e, l.prediction, inclusive)
-            else {
+            let prediction = Prediction::of_execution(&s.predictions, k);
+            let Some((runtime, expected)) = judged(detector, e, prediction, inclusive) else {
                 continue;
             };
             let judgement = Judgement {
-                class: call_classes
-                    .get(e.function as usize)
-                    .copied()
-                    .unwrap_or(CallClass::Compute),
+                class: classes[e.function as usize],
                 runtime_us: runtime,
                 expected_us: expected,
-                score: l.verdict.score,
-                labelled_step: work.step,
+                score: v.score,
+                labelled_step: this.step,
             };
-            StreamLinks::late_node(e.program, e, judgement).encode(&mut words);
+            s.links.node(program, &s.out, e, judgement).encode(words);
         }
-        // This rank's rank time so far goes first, so that every rank
-        // knows the run's and the floor it makes.
-        let span: u64 = st
-            .streams
-            .iter()
-            .filter_map(|s| s.span)
-            .map(|(a, b)| b.saturating_sub(a))
-            .sum();
-        words.insert(0, span);
-        let gathered = st.coll.allgather_words(&words);
-        st.incidents
-            .set_rank_time(gathered.iter().filter_map(|w| w.first()).sum());
-        let nodes: Vec<Node> = gathered
-            .iter()
-            .flat_map(|w| Node::decode_all(w.get(1..).unwrap_or(&[])))
-            .collect();
-        st.incidents.step(work.step, nodes);
+    }
+}
+
+/// The nodes of the slow anomalies of earlier steps labelled in step
+/// `step`, encoded into `words`.
+fn late_nodes(
+    step: u64,
+    late: &[LateLabel],
+    (detector, inclusive): (&dyn Detector, bool),
+    classes: &[CallClass],
+    words: &mut Vec<u64>,
+) {
+    for l in late {
+        let e = &l.execution;
+        let Some((runtime, expected)) = judged(detector, e, l.prediction, inclusive) else {
+            continue;
+        };
+        let judgement = Judgement {
+            class: classes
+                .get(e.function as usize)
+                .copied()
+                .unwrap_or(CallClass::Compute),
+            runtime_us: runtime,
+            expected_us: expected,
+            score: l.verdict.score,
+            labelled_step: step,
+        };
+        StreamLinks::late_node(e.program, e, judgement).encode(words);
     }
 }
 

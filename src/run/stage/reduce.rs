@@ -5,22 +5,21 @@
 //! their set is agreed first (one OR reduction of a bit per function), then
 //! the detector encodes and merges only their partials.
 
-use super::{Pipeline, StepWork};
+use crate::collectives::Collectives;
+use crate::events::names::GlobalNames;
+use crate::run::pipeline::ModelState;
 use crate::util::bits::set_bits;
 
-impl Pipeline<'_> {
-    /// Merges all ranks' partial models into the global model.
-    pub(in crate::run) fn reduce(&mut self, _work: &mut StepWork) {
-        let st = &mut self.state;
-        let coll = st.coll;
-        let words = st.touched.take_words(st.names.functions.len());
-        let active: Vec<u32> = set_bits(&coll.allreduce_or(&words)).collect();
-        st.active_functions += active.len() as u64;
-        st.detector.set_active(Some(&active));
-        let partial = st.detector.take_partial();
-        let (detector, buffers) = (st.detector.as_mut(), &mut st.reduced);
-        crate::detect::reduce_step_into(detector, partial, buffers, |w, out| {
-            coll.reduce_wire_into(w, out)
-        });
-    }
+/// Merges all ranks' partial models into the global model (collective);
+/// returns how many functions were active in the step.
+pub(super) fn reduce(coll: &Collectives, names: &GlobalNames, model: &mut ModelState) -> u64 {
+    let words = model.touched.take_words(names.functions.len());
+    let active: Vec<u32> = set_bits(&coll.allreduce_or(&words)).collect();
+    model.detector.set_active(Some(&active));
+    let partial = model.detector.take_partial();
+    let (detector, buffers) = (model.detector.as_mut(), &mut model.reduced);
+    crate::detect::reduce_step_into(detector, partial, buffers, |w, out| {
+        coll.reduce_wire_into(w, out)
+    });
+    active.len() as u64
 }

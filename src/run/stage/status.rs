@@ -4,10 +4,11 @@
 //! what was written kept; otherwise the outputs finish the step (live
 //! statistics) and rank 0 prints the progress line.
 
-use super::{Pipeline, StepWork};
 use crate::output::consumer::RunEnd;
 use crate::run::attributes::unix_seconds;
 use crate::run::collective_failure;
+use crate::run::held::LabelCounts;
+use crate::run::pipeline::Pipeline;
 use crate::sys::signals;
 
 /// Index of the status vector shared every step.
@@ -36,18 +37,19 @@ pub(in crate::run) struct GlobalStatus([u64; field::LEN]);
 
 impl Pipeline<'_> {
     /// The status exchange (collective).
-    pub(in crate::run) fn status(&mut self, work: &StepWork) -> GlobalStatus {
+    /// `rows` were read on this rank and `labels` made in the step.
+    pub(in crate::run) fn status(&mut self, rows: u64, labels: &LabelCounts) -> GlobalStatus {
         let st = &mut self.state;
         let failure = self.outputs.take_failure();
         st.fail(failure);
         let mut mine = [0u64; field::LEN];
-        mine[field::EXECUTIONS] = work.labels.labelled;
-        mine[field::ANOMALIES] = work.labels.anomalies;
+        mine[field::EXECUTIONS] = labels.labelled;
+        mine[field::ANOMALIES] = labels.anomalies;
         mine[field::ACTIVE_STREAMS] = st.streams.iter().filter(|s| !s.done()).count() as u64;
         mine[field::FAILED] = st.failure.is_some() as u64;
-        mine[field::ROWS] = work.rows;
+        mine[field::ROWS] = rows;
         mine[field::STOP] = signals::received().is_some() as u64;
-        let g = st.coll.allreduce_sum(&mine);
+        let g = st.run.coll.allreduce_sum(&mine);
         GlobalStatus(std::array::from_fn(|i| g[i]))
     }
 
@@ -55,14 +57,13 @@ impl Pipeline<'_> {
     /// (the outputs keep what they can), else finishes the step.
     pub(in crate::run) fn after_status(
         &mut self,
-        work: &StepWork,
+        step: u64,
         status: GlobalStatus,
     ) -> anyhow::Result<Next> {
         let g = status.0;
-        let step = work.step;
         if g[field::FAILED] > 0 {
-            let err = collective_failure(self.state.coll, self.state.failure.as_deref());
-            self.abort(self.state.steps_done, None);
+            let err = collective_failure(self.state.run.coll, self.state.failure.as_deref());
+            self.abort(self.state.totals.steps_done, None);
             return Err(err);
         }
         let any_data = g[field::ROWS] > 0;
@@ -75,7 +76,7 @@ impl Pipeline<'_> {
             let steps = if any_data {
                 step + 1
             } else {
-                self.state.steps_done
+                self.state.totals.steps_done
             };
             self.abort(steps, Some(sig.to_owned()));
             let held = match steps {
@@ -87,26 +88,26 @@ impl Pipeline<'_> {
                 "stopped by {sig} {when} step {step}; the provenance file holds {held} and says completed = 0"
             );
         }
-        let st = &mut self.state;
-        st.rows += g[field::ROWS];
-        st.executions += g[field::EXECUTIONS];
-        st.anomalies += g[field::ANOMALIES];
+        let (run, totals) = (&self.state.run, &mut self.state.totals);
+        totals.rows += g[field::ROWS];
+        totals.executions += g[field::EXECUTIONS];
+        totals.anomalies += g[field::ANOMALIES];
         if any_data {
-            st.steps_done = step + 1;
+            totals.steps_done = step + 1;
         }
-        let every = st.opts.progress_every;
-        if st.coll.rank() == 0 && !st.opts.quiet && every > 0 && step % every == 0 && any_data {
-            let secs = st.start.elapsed().as_secs_f64().max(1e-9);
+        let (opts, every) = (run.opts, run.opts.progress_every);
+        if run.coll.rank() == 0 && !opts.quiet && every > 0 && step % every == 0 && any_data {
+            let secs = run.start.elapsed().as_secs_f64().max(1e-9);
             let line = format!(
                 "step {step}: {} rows, {} executions, {} anomalies (total {}); {:.2} M rows/s overall",
                 g[field::ROWS],
                 g[field::EXECUTIONS],
                 g[field::ANOMALIES],
-                st.anomalies,
-                st.rows as f64 / secs / 1e6
+                totals.anomalies,
+                totals.rows as f64 / secs / 1e6
             );
             // stdout carries only the live statistics with `--stats-out -`.
-            if st.opts.stats_out.as_deref() == Some("-") {
+            if opts.stats_out.as_deref() == Some("-") {
                 eprintln!("{line}");
             } else {
                 println!("{line}");
@@ -123,7 +124,7 @@ impl Pipeline<'_> {
     /// did not complete (collective).
     fn abort(&mut self, steps: u64, stopped_by: Option<String>) {
         let st = &self.state;
-        let ended_at = st.coll.allreduce_max(&[unix_seconds()])[0];
+        let ended_at = st.run.coll.allreduce_max(&[unix_seconds()])[0];
         let end = RunEnd {
             steps,
             ended_at,

@@ -3,17 +3,16 @@
 //! its step buffers back (rows, executions, verdicts), so later steps and
 //! the end-of-run write do not carry them.
 
-use super::{Pipeline, StepWork};
+use super::StepStreams;
+use crate::output::consumer::Outputs;
+use crate::run::streams::OwnedStream;
 
-impl Pipeline<'_> {
-    /// Trims the outputs' history and the ended streams' buffers.
-    pub(in crate::run) fn trim(&mut self, work: &StepWork) {
-        for &i in &work.active {
-            self.outputs
-                .trim_stream(&self.state.streams[i].labelled(i, work.step));
-        }
-        for s in self.state.streams.iter_mut().filter(|s| s.done()) {
-            s.release_step_buffers();
-        }
+/// Trims the outputs' history and the ended streams' buffers.
+pub(super) fn trim(outputs: &mut Outputs, streams: &mut [OwnedStream], this: StepStreams<'_>) {
+    for &i in this.active {
+        outputs.trim_stream(&streams[i].labelled(i, this.step));
+    }
+    for s in streams.iter_mut().filter(|s| s.done()) {
+        s.release_step_buffers();
     }
 }

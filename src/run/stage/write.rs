@@ -2,13 +2,12 @@
 //! provenance file every `--flush-steps` steps), with this rank's cost of
 //! the step as a row of the `ad_perf` table.
 
-use super::{Pipeline, StepWork};
+use crate::output::consumer::Outputs;
+use crate::run::pipeline::RunState;
 
-impl Pipeline<'_> {
-    /// Lets the outputs write.
-    pub(in crate::run) fn write(&mut self, work: &StepWork) {
-        let rank = self.state.coll.rank();
-        let perf = self.state.timings.take_step(rank, work.step);
-        self.outputs.write(&self.state.context(), work.step, &perf);
-    }
+/// Lets the outputs write step `step`, with this rank's cost of the step
+/// (taken from the state's timings) as its `ad_perf` row.
+pub(super) fn write(outputs: &mut Outputs, st: &mut RunState<'_>, step: u64) {
+    let perf = st.timings.take_step(st.run.coll.rank(), step);
+    outputs.write(&st.context(), step, &perf);
 }
