@@ -23,7 +23,7 @@ use crate::collectives::Collectives;
 use crate::detect::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
 use crate::events::names::GlobalNames;
 
-use super::consumer::{LabelConsumer, LabelledStep, RunContext};
+use super::consumer::{LabelConsumer, LabelledStep, RunContext, RunEnd};
 use crate::detect::Label;
 use crate::provenance::anomaly_stats::{quantized_score, AnomalyStats, BucketMetrics, SCORE_SCALE};
 use crate::provenance::stats::{run_stats, wide_run_stats, RunProfiles, Totals};
@@ -192,6 +192,9 @@ pub struct VizStream {
     /// Incident occurrences found since the last packet, and since the
     /// start.
     incidents: (u64, u64),
+    /// The last step gathered since the last packet (the same on every
+    /// rank): the end of the run sends it in a last packet.
+    unsent: Option<u64>,
 }
 
 impl VizStream {
@@ -229,6 +232,7 @@ impl VizStream {
             warned: false,
             packets: 0,
             incidents: (0, 0),
+            unsent: None,
         })
     }
 
@@ -254,9 +258,25 @@ impl VizStream {
                 Err(e) => self.warn(&format!("undecodable live statistics: {e}")),
             }
         }
+        self.unsent = Some(step);
         if (step + 1) % self.every != 0 {
             return;
         }
+        self.send(coll, step, profiles, names);
+    }
+
+    /// The packet of what was gathered since the last one, if anything was
+    /// (collective): at the end of a run whose step count is not a multiple
+    /// of `--stats-every`.
+    pub fn send_rest(&mut self, coll: &Collectives, profiles: &RunProfiles, names: &GlobalNames) {
+        if let Some(step) = self.unsent {
+            self.send(coll, step, profiles, names);
+        }
+    }
+
+    /// Reduces the profiles and emits the packet of step `step` (collective).
+    fn send(&mut self, coll: &Collectives, step: u64, profiles: &RunProfiles, names: &GlobalNames) {
+        self.unsent = None;
         profiles.agree(coll, names.functions.len(), names.counters.len());
         let g = profiles.totals();
         if coll.rank() == 0 {
@@ -354,10 +374,14 @@ impl VizStream {
             "version": 2,
             "created_at": now,
             "io_step": step,
-            "anomaly_metrics": metrics,
             "incidents": {"found": self.incidents.0, "total": self.incidents.1},
         });
         self.incidents.0 = 0;
+        // Left out when empty, as Chimbuko does: its visualisation server
+        // fails on anomaly_metrics without anomaly_stats.
+        if !metrics.is_empty() {
+            packet["anomaly_metrics"] = Value::Array(metrics);
+        }
         if !anomaly.is_empty() || !func.is_empty() {
             packet["anomaly_stats"] = json!({
                 "created_at": now,
@@ -371,8 +395,9 @@ impl VizStream {
             .enumerate()
             .filter(|(_, c)| c.n > 0)
             .map(|(c, m)| {
+                // Counters are shared by all programs (one global table).
                 json!({
-                    "app": 0,
+                    "app": names.counters.program(c as u32),
                     "counter": names.counters.name(c as u32),
                     "stats": wide_run_stats(m),
                 })
@@ -503,6 +528,11 @@ impl LabelConsumer for LiveStatistics {
             }
         }
         self.live.push(summary.finish());
+        Ok(())
+    }
+
+    fn finish(&mut self, ctx: &RunContext<'_>, _end: &RunEnd) -> anyhow::Result<()> {
+        self.stream.send_rest(ctx.coll, ctx.profiles, ctx.names);
         Ok(())
     }
 

@@ -69,10 +69,38 @@ def test_live_statistics_stream_and_post(binary, tmp_path, server):
     # steps since the previous packet.
     total = {}
     for p in packets:
-        for m in p["anomaly_metrics"]:
+        for m in p.get("anomaly_metrics", []):
             total[m["_id"]] = total.get(m["_id"], 0) + m["new_data"]["score"]["count"]
             assert m["all_data"]["score"]["count"] >= m["new_data"]["score"]["count"]
     assert sum(total.values()) == s["anomalies_in_situ"]
+
+
+def test_the_last_steps_are_sent_when_the_run_ends(binary, tmp_path):
+    """8 steps with --stats-every 3: packets after steps 2 and 5, and one at
+    the end for steps 6 and 7; with two programs, each function names its
+    program."""
+    for name, seed in (("alpha", 1), ("beta", 7)):
+        subprocess.run([binary, "synth", "--out", tmp_path / name, "--binary", name, "--ranks", "2",
+                        "--steps", "8", "--events-per-step", "3000", "--seed", str(seed)],
+                       check=True, capture_output=True)
+    stats = tmp_path / "stats.jsonl"
+    summary = tmp_path / "summary.json"
+    subprocess.run(mpirun(2) + [binary, "run", "--quiet", "--no-provenance",
+                                "--input", str(tmp_path / "alpha" / "tau-metrics-alpha-{rank}.bp"),
+                                "--input", str(tmp_path / "beta" / "tau-metrics-beta-{rank}.bp"),
+                                "--stats-out", str(stats), "--stats-every", "3",
+                                "--summary-out", str(summary), "--final-relabel", "false"],
+                   check=True, capture_output=True)
+    packets = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert [p["io_step"] for p in packets] == [2, 5, 7]
+    s = json.loads(summary.read_text())
+    seen = sum(d["n_anomalies"] for p in packets if "anomaly_stats" in p
+               for a in p["anomaly_stats"]["anomaly"] for d in a["data"])
+    assert seen == s["anomalies_in_situ"] > 0
+    for p in packets:
+        # Chimbuko's server needs anomaly_stats wherever anomaly_metrics is.
+        assert "anomaly_metrics" not in p or "anomaly_stats" in p
+    assert {f["app"] for f in packets[-1]["anomaly_stats"]["func"]} == {0, 1}
 
 
 def test_a_dead_visualisation_server_does_not_stop_the_analysis(binary, tmp_path):
