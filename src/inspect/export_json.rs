@@ -63,6 +63,7 @@ fn call_stack_json(p: &Provenance, rows: &[CallStackRow]) -> Value {
                     "fid": r.fid,
                     "func": p.function_name(r.fid),
                     "event_id": chimbuko_event_id(r.event_id.as_str()),
+                    "exec_key": r.event_id.as_str(),
                     "is_anomaly": r.is_anomaly != 0,
                 })
             })
@@ -86,6 +87,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
         "version": 2,
         "pid": r.pid, "rid": r.rid, "tid": r.tid,
         "event_id": chimbuko_event_id(r.event_id.as_str()),
+        "exec_key": r.event_id.as_str(),
         "fid": r.fid,
         "func": p.function_name(r.fid),
         "entry": r.entry,
@@ -140,6 +142,7 @@ fn windows_json(
                 "fid": w.fid,
                 "func": p.function_name(w.fid),
                 "event_id": chimbuko_event_id(w.event_id.as_str()),
+                "exec_key": w.event_id.as_str(),
                 "parent_event_id": chimbuko_event_id(w.parent_event_id.as_str()),
                 "is_anomaly": w.is_anomaly != 0,
             })
@@ -312,9 +315,10 @@ pub fn export_json(p: &Provenance, dir: &Path) -> anyhow::Result<Vec<(String, u6
 }
 
 /// An event id of the file (`pid:rank:step:idx`) in Chimbuko's form
-/// (`rank:step:idx`) for the Chimbuko-compatible JSON; `root`, empty ids
-/// and ids of files written before the program index was added pass
-/// unchanged.
+/// (`rank:step:idx`) for the Chimbuko-compatible JSON's `event_id`; the
+/// documents carry the file's id whole as `exec_key`, the key to join
+/// them with the file on. `root`, empty ids and ids of files written
+/// before the program index was added pass unchanged.
 pub fn chimbuko_event_id(id: &str) -> &str {
     if id.bytes().filter(|&b| b == b':').count() == 3 {
         id.split_once(':').map_or(id, |(_, rest)| rest)

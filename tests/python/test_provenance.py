@@ -156,6 +156,15 @@ def test_json_export_validates_against_chimbukos_schema(run, binary, tmp_path):
         # The file's ids carry the program; Chimbuko's JSON form does not.
         ids = sorted(x.decode().split(":", 1)[1] for x in kept["event_id"])
         assert ids == sorted(a["event_id"] for a in docs["anomalies"])
+        # Both carry the file's id to join on: every JSON document finds its
+        # row, with the same values.
+        by_key = {x["event_id"].decode(): x for x in kept}
+        for a in docs["anomalies"]:
+            row = by_key[a["exec_key"]]
+            assert (a["pid"], a["rid"], a["entry"], a["exit"]) == (
+                row["pid"], row["rid"], row["entry"], row["exit"])
+            for frame in a["call_stack"]:
+                assert frame["exec_key"].endswith(frame["event_id"])
         stats = f["func_stats"][:]
         total = int(np.sum(stats["total_anomalies"]))
     assert total == sum(0 if s["anomaly_metrics"] is None else s["anomaly_metrics"]["severity"]["count"]
