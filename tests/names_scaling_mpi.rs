@@ -59,6 +59,53 @@ fn summary(np: usize, data: &Path, labels: &Path) -> serde_json::Value {
 }
 
 #[test]
+fn the_summary_says_of_functions_what_was_asked_and_stays_small_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("spmd.toml");
+    std::fs::write(&scenario, SPMD).unwrap();
+    let data = dir.path().join("data");
+    run_ok(
+        Command::new(exe())
+            .arg("synth")
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&data),
+    );
+    let mut sizes = Vec::new();
+    for which in ["models", "counts", "none"] {
+        let sum = dir.path().join(format!("summary-{which}.json"));
+        let mut c = mpirun(1);
+        c.arg(exe())
+            .args(["run", "--quiet", "--no-provenance", "--input"])
+            .arg(data.join("tau-metrics-spmd-{rank}.bp"))
+            .arg("--summary-out")
+            .arg(&sum);
+        if which != "counts" {
+            c.args(["--summary-functions", which]);
+        }
+        run_ok(&mut c);
+        let text = std::fs::read_to_string(&sum).unwrap();
+        sizes.push(text.len());
+        let s: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(s["functions_written"], which);
+        assert!(s["executions"].as_u64().unwrap() > 0);
+        match which {
+            "none" => assert!(s.get("functions").is_none()),
+            _ => {
+                let f = s["functions"].as_array().unwrap();
+                assert!(f.len() > 3000, "{}", f.len());
+                let kernels: u64 = f.iter().map(|x| x["executions"].as_u64().unwrap()).sum();
+                assert_eq!(kernels, s["executions"].as_u64().unwrap());
+                assert_eq!(f[0].get("model").is_some(), which == "models");
+            }
+        }
+    }
+    // The models are most of the bytes: the default leaves them out.
+    assert!(sizes[0] > 4 * sizes[1], "models, counts, none: {sizes:?}");
+    assert!(sizes[2] < 100_000, "{sizes:?}");
+}
+
+#[test]
 fn received_name_bytes_stay_flat_from_2_to_16_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("spmd.toml");

@@ -255,7 +255,8 @@ fn per_function_thresholds_apply_to_modal() {
             .arg("--input")
             .arg(data.join("tau-metrics-demo-{rank}.bp"))
             .arg("--summary-out")
-            .arg(&sum);
+            .arg(&sum)
+            .args(["--summary-functions", "models"]);
         if with_file {
             c.arg("--threshold-file").arg(&thresholds);
         }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use chimbuko_mpi::detect::choice::{Algorithm, DetectorSettings};
 use chimbuko_mpi::detect::direction::Direction;
+use chimbuko_mpi::output::summary::SummaryFunctions;
 use chimbuko_mpi::run::options::{seconds, RunOptions, Setting};
 use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::tau::streams::TauInputs;
@@ -106,6 +107,11 @@ pub struct RunArgs {
     /// Write the run summary (JSON) here (rank 0).
     #[arg(long)]
     pub summary_out: Option<PathBuf>,
+    /// What the summary JSON says of each function: none, counts (name,
+    /// program, executions, anomalies) or models (the counts and the final
+    /// model: large with many functions; --model-out writes the same).
+    #[arg(long, default_value = "counts", value_parser = SummaryFunctions::parse)]
+    pub summary_functions: SummaryFunctions,
     /// Write the HTML report of the provenance file here at the end (rank
     /// 0; the same page as `chimbuko-mpi report`).
     #[arg(long, value_name = "FILE.html")]
@@ -299,6 +305,7 @@ impl RunArgs {
             labels_out: self.labels_out,
             model_out: self.model_out,
             summary_out: self.summary_out,
+            summary_functions: self.summary_functions,
             report: self.report,
             truth: self.truth,
             stats_out: self.stats_out,

@@ -237,17 +237,56 @@ fn function_json(
     names: &GlobalNames,
     det: &dyn Detector,
     totals: &FunctionTotals,
+    with_model: bool,
 ) -> serde_json::Value {
     let i = f as usize;
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "index": f,
         "program": names.functions.program(f),
         "name": names.functions.name(f),
         "executions": totals.executions.get(i).copied().unwrap_or(0),
         "anomalies": totals.anomalies.get(i).copied().unwrap_or(0),
         "unlabeled": totals.unlabeled.get(i).copied().unwrap_or(0),
-        "model": det.model_json(f),
-    })
+    });
+    if with_model {
+        v["model"] = det.model_json(f);
+    }
+    v
+}
+
+/// What the run summary's JSON (`--summary-out`) says of each function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SummaryFunctions {
+    /// No `functions` array: the run's numbers and incidents only.
+    None,
+    /// Each function's name, program and counts (about 130 bytes each).
+    #[default]
+    Counts,
+    /// The counts and each function's final model (its histogram or
+    /// moments: kilobytes each; `--model-out` writes the same models).
+    Models,
+}
+
+impl SummaryFunctions {
+    /// From `none`, `counts` or `models`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(SummaryFunctions::None),
+            "counts" => Ok(SummaryFunctions::Counts),
+            "models" => Ok(SummaryFunctions::Models),
+            _ => Err(format!("{s:?}: give none, counts or models")),
+        }
+    }
+}
+
+impl std::fmt::Display for SummaryFunctions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SummaryFunctions::None => "none",
+            SummaryFunctions::Counts => "counts",
+            SummaryFunctions::Models => "models",
+        })
+    }
 }
 
 /// Writes `first` (a member written before the others, when given),
@@ -256,8 +295,8 @@ fn function_json(
 /// take hundreds of megabytes, streamed it takes one function.
 fn write_with_functions(
     p: &Path,
-    first: Option<(&str, serde_json::Value)>,
-    head: serde_json::Value,
+    (first, head): (Option<(&str, serde_json::Value)>, serde_json::Value),
+    which: SummaryFunctions,
     names: &GlobalNames,
     det: &dyn Detector,
     totals: &FunctionTotals,
@@ -274,10 +313,18 @@ fn write_with_functions(
                 writeln!(w, "  {}: {},", serde_json::Value::String(k), v)?;
             }
         }
-        w.write_all(b"  \"functions\": [")?;
+        // Says which form the functions take (`--summary-functions`).
+        write!(w, "  \"functions_written\": \"{which}\"")?;
+        if which == SummaryFunctions::None {
+            w.write_all(b"\n}\n")?;
+            return w.flush();
+        }
+        let with_model = which == SummaryFunctions::Models;
+        w.write_all(b",\n  \"functions\": [")?;
         for f in 0..names.functions.len() as u32 {
             let sep = if f == 0 { "" } else { "," };
-            write!(w, "{sep}\n    {}", function_json(f, names, det, totals))?;
+            let v = function_json(f, names, det, totals, with_model);
+            write!(w, "{sep}\n    {v}")?;
         }
         w.write_all(b"\n  ]\n}\n")?;
         w.flush()
@@ -296,13 +343,14 @@ pub fn write_model(
         "algorithm": det.name(),
         "digest": format!("{:016x}", det.digest()),
     });
-    write_with_functions(p, None, head, names, det, totals)
+    let which = SummaryFunctions::Models;
+    write_with_functions(p, (None, head), which, names, det, totals)
 }
 
 /// The run summary as JSON (for benchmarks and scripts), the incidents
 /// first.
 pub fn write_summary(
-    p: &Path,
+    (p, which): (&Path, SummaryFunctions),
     s: &RunSummary,
     incidents: Option<&crate::incidents::IncidentList>,
     totals: &FunctionTotals,
@@ -310,5 +358,6 @@ pub fn write_summary(
     det: &dyn Detector,
 ) -> anyhow::Result<()> {
     let first = incidents.map(|l| ("incidents", l.to_json()));
-    write_with_functions(p, first, serde_json::to_value(s)?, names, det, totals)
+    let parts = (first, serde_json::to_value(s)?);
+    write_with_functions(p, parts, which, names, det, totals)
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext};
-use super::summary::{summary_text, write_model, write_summary, RunSummary};
+use super::summary::{summary_text, write_model, write_summary, RunSummary, SummaryFunctions};
 use super::totals::FunctionTotals;
 use super::truth::TruthSet;
 use crate::detect::Label;
@@ -20,6 +20,8 @@ pub struct SummaryOutput {
     top: usize,
     model_out: Option<PathBuf>,
     summary_out: Option<PathBuf>,
+    /// What `summary_out` says of each function.
+    summary_functions: SummaryFunctions,
     /// Print the end-of-run table on stderr (stdout carries JSON lines).
     summary_to_stderr: bool,
 }
@@ -39,8 +41,15 @@ impl SummaryOutput {
             top,
             model_out,
             summary_out,
+            summary_functions: SummaryFunctions::default(),
             summary_to_stderr: false,
         }
+    }
+
+    /// What the summary JSON says of each function.
+    pub fn with_summary_functions(mut self, which: SummaryFunctions) -> Self {
+        self.summary_functions = which;
+        self
     }
 
     /// Prints the end-of-run table on stderr instead of stdout (when
@@ -107,7 +116,8 @@ impl LabelConsumer for SummaryOutput {
             write_model(p, ctx.names, ctx.detector, &totals)?;
         }
         if let Some(p) = &self.summary_out {
-            write_summary(p, summary, ctx.incidents, &totals, ctx.names, ctx.detector)?;
+            let to = (p.as_path(), self.summary_functions);
+            write_summary(to, summary, ctx.incidents, &totals, ctx.names, ctx.detector)?;
         }
         Ok(())
     }

@@ -113,6 +113,8 @@ pub struct RunOptions {
     pub model_out: Option<PathBuf>,
     /// File for the run summary (JSON).
     pub summary_out: Option<PathBuf>,
+    /// What the run summary says of each function.
+    pub summary_functions: crate::output::summary::SummaryFunctions,
     /// File for the HTML report of the provenance file, written at the end.
     pub report: Option<PathBuf>,
     /// Ground-truth CSVs, one per input.
@@ -177,6 +179,7 @@ impl Default for RunOptions {
             labels_out: None,
             model_out: None,
             summary_out: None,
+            summary_functions: Default::default(),
             report: None,
             truth: Vec::new(),
             stats_out: None,

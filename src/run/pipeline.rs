@@ -434,7 +434,8 @@ fn push_live_and_summary(
         opts.top,
         opts.model_out.clone(),
         opts.summary_out.clone(),
-    );
+    )
+    .with_summary_functions(opts.summary_functions);
     if opts.stats_out.as_deref() == Some("-") {
         summary = summary.summary_on_stderr();
     }
