@@ -153,3 +153,45 @@ fn sigterm_ends_following_with_what_has_landed() {
     let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();
     assert_eq!(live, post_hoc(&run, work.path()));
 }
+
+#[test]
+fn a_follower_started_long_before_ross_waits_for_its_first_samples() {
+    let work = tempfile::tempdir().unwrap();
+    let sc = scenario(work.path(), true);
+    let run = work.path().join("run");
+    // ROSS starts 3 s after the follower, longer than the idle timeout:
+    // waiting for the first samples is not idleness.
+    let child = follower(2, &run, work.path(), &["--idle-timeout", "1"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    write_paced(&sc, &run, "10");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();
+    assert_eq!(live, post_hoc(&run, work.path()));
+    // Live lines name entities as the rest of the output does.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("live: "), "{stdout}");
+    assert!(!stdout.contains("Pe("), "{stdout}");
+}
+
+#[test]
+fn a_follower_that_reads_nothing_fails_and_says_so_once() {
+    let work = tempfile::tempdir().unwrap();
+    let run = work.path().join("run");
+    let t = Instant::now();
+    let out = follower(2, &run, work.path(), &["--start-timeout", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(30));
+    assert_eq!(
+        stderr.matches("no ROSS sample appeared").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!work.path().join("live.json").exists());
+}

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use chimbuko_mpi::collectives::Collectives;
 use chimbuko_mpi::detect::choice::{Algorithm, DetectorSettings};
-use chimbuko_mpi::ross::command::{run_ross as run_command, RossCommand};
+use chimbuko_mpi::ross::command::{ross_on_mpi, RossCommand};
 use chimbuko_mpi::ross::follow::FollowOptions;
 use chimbuko_mpi::ross::peers::PeerRule;
 use chimbuko_mpi::ross::RossOptions;
@@ -75,9 +74,13 @@ pub struct RossArgs {
     #[arg(long)]
     follow: bool,
     /// With `--follow`: seconds without any file growing after which the
-    /// run is taken as over.
+    /// run is taken as over (counted once ROSS's first samples were read).
     #[arg(long, default_value_t = 60.0)]
     idle_timeout: f64,
+    /// With `--follow`: seconds to wait for ROSS's first samples (its
+    /// files appear at its first flush) before giving up with an error.
+    #[arg(long, default_value_t = 600.0)]
+    start_timeout: f64,
     /// With `--follow`: milliseconds between polls of the files.
     #[arg(long, default_value_t = 200)]
     poll_ms: u64,
@@ -92,11 +95,13 @@ pub struct RossArgs {
 
 /// Runs `ross`.
 pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
-    if !(a.idle_timeout.is_finite() && a.idle_timeout > 0.0) {
-        anyhow::bail!(
-            "--idle-timeout must be a positive number of seconds, got {}",
-            a.idle_timeout
-        );
+    for (flag, v) in [
+        ("--idle-timeout", a.idle_timeout),
+        ("--start-timeout", a.start_timeout),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            anyhow::bail!("{flag} must be a positive number of seconds, got {v}");
+        }
     }
     let cmd = RossCommand {
         analysis: RossOptions {
@@ -120,6 +125,7 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         },
         follow: a.follow.then(|| FollowOptions {
             idle_timeout: Duration::from_secs_f64(a.idle_timeout),
+            start_timeout: Duration::from_secs_f64(a.start_timeout),
             poll: Duration::from_millis(a.poll_ms.max(1)),
         }),
         live_out: a.live_out,
@@ -128,9 +134,5 @@ pub fn run_ross(a: RossArgs) -> anyhow::Result<()> {
         no_provenance: a.no_provenance,
         summary_out: a.summary_out,
     };
-    // Bad values stop the run here, before MPI starts or a file is read.
-    cmd.check()?;
-    let coll = Collectives::init()?;
-    run_command(&cmd, &coll)?;
-    Ok(())
+    ross_on_mpi(&cmd)
 }

@@ -5,6 +5,7 @@
 //! command line (`src/cli/ross.rs`) only parses flags into a
 //! [`RossCommand`].
 
+use crate::util::same_on_every_rank::SameOnEveryRank;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,6 +63,26 @@ impl RossCommand {
         }
         self.analysis.detector.build()?;
         Ok(())
+    }
+}
+
+/// Runs `ross` on a communicator of its own (what `chimbuko-mpi ross`
+/// does). An error every rank found alike is returned by rank 0 alone,
+/// after every rank got there, so that it is said once.
+pub fn ross_on_mpi(cmd: &RossCommand) -> anyhow::Result<()> {
+    cmd.check()?;
+    let coll = Collectives::init()?;
+    match run_ross(cmd, &coll) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is::<SameOnEveryRank>() => {
+            coll.barrier();
+            if coll.rank() == 0 {
+                Err(e)
+            } else {
+                Ok(())
+            }
+        }
+        Err(e) => Err(e),
     }
 }
 

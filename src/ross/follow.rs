@@ -19,6 +19,13 @@
 //! the intervals before it only), and each incident or new occurrence of
 //! one (provisional: judged against the run's pace so far).
 //!
+//! Until the first GVT or real-time sample has been read, following waits
+//! for ROSS to create its files and flush (at most the start timeout),
+//! and the idle timeout does not run: a follower started before the
+//! simulation is not ended by the simulation's slow start. If nothing came
+//! by then, the command fails, said once; it never ends successfully
+//! having read nothing.
+//!
 //! The run ends, on every rank at once (rank 0's decision, shared by a
 //! reduction), when the final real-time samples (`ts = DBL_MAX`) of every
 //! PE have landed and a poll saw no file grow; or when no file grew for
@@ -41,12 +48,15 @@ use super::signals::{Entity, RunSeries, Signal};
 use super::{add_records, conclude_with_trace, Findings, RossOptions, RunFiles};
 use crate::sys::signals;
 use crate::trace::ross::{EngineSeries, FileKind, RecordReader};
+use crate::util::same_on_every_rank::SameOnEveryRank;
 
 /// How `--follow` polls and when it gives up.
 #[derive(Debug, Clone, Copy)]
 pub struct FollowOptions {
-    /// End when no file grew for this long.
+    /// Once a sample was read: end when no file grew for this long.
     pub idle_timeout: Duration,
+    /// Fail when no sample was read for this long after the start.
+    pub start_timeout: Duration,
     /// Time between polls.
     pub poll: Duration,
 }
@@ -55,6 +65,7 @@ impl Default for FollowOptions {
     fn default() -> Self {
         FollowOptions {
             idle_timeout: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(600),
             poll: Duration::from_millis(200),
         }
     }
@@ -93,6 +104,8 @@ pub enum FollowEnd {
     Idle,
     /// SIGTERM or SIGINT.
     Signal,
+    /// No sample came within the start timeout.
+    NothingCame,
 }
 
 impl FollowEnd {
@@ -101,6 +114,7 @@ impl FollowEnd {
             FollowEnd::FinalSample => 1,
             FollowEnd::Idle => 2,
             FollowEnd::Signal => 3,
+            FollowEnd::NothingCame => 4,
         }
     }
 
@@ -108,6 +122,7 @@ impl FollowEnd {
         match code {
             1 => FollowEnd::FinalSample,
             2 => FollowEnd::Idle,
+            4 => FollowEnd::NothingCame,
             _ => FollowEnd::Signal,
         }
     }
@@ -118,6 +133,7 @@ impl FollowEnd {
             FollowEnd::FinalSample => "the final real-time samples landed",
             FollowEnd::Idle => "no file grew for the idle timeout",
             FollowEnd::Signal => "a signal asked to stop",
+            FollowEnd::NothingCame => "no sample came within the start timeout",
         }
     }
 }
@@ -156,6 +172,7 @@ pub fn follow(
     live: &mut dyn FnMut(&LiveAnomaly),
 ) -> anyhow::Result<(Findings, FollowEnd)> {
     let mut state = FollowState::new();
+    let mut waited_said = 0u64;
     let end = loop {
         state.open_new_files(opts)?;
         let new_gvt = state.read_landed_records();
@@ -172,9 +189,38 @@ pub fn follow(
         if decided != 0 {
             break FollowEnd::of(decided);
         }
+        // Rank 0 says, every 10 s, that it is still waiting for ROSS.
+        let waited = state.started.elapsed().as_secs() / 10;
+        if share.rank() == 0 && !state.read_any() && waited > waited_said {
+            waited_said = waited;
+            eprintln!(
+                "ross: waiting for ROSS's first samples in {} ({} s; --start-timeout {} s)",
+                opts.path.display(),
+                waited * 10,
+                fo.start_timeout.as_secs()
+            );
+        }
         std::thread::sleep(fo.poll);
     };
+    if end == FollowEnd::NothingCame {
+        return Err(SameOnEveryRank::wrap(anyhow::anyhow!(
+            "{}: no ROSS sample appeared within --start-timeout ({} s): is ROSS running, \
+             with --engine-stats, and writing its stats there (ROSS makes stats-output, or \
+             <path>-<pid>-<time> when the path exists)?",
+            opts.path.display(),
+            fo.start_timeout.as_secs()
+        )));
+    }
     let findings = state.conclude(opts, share)?;
+    let empty = |s: &RunSeries| s.intervals.is_empty();
+    if empty(&findings.gvt) && findings.rt.as_ref().is_none_or(empty) {
+        return Err(SameOnEveryRank::wrap(anyhow::anyhow!(
+            "{}: following ended ({}) before any GVT or real-time sample landed: nothing was \
+             analysed",
+            opts.path.display(),
+            end.describe()
+        )));
+    }
     Ok((findings, end))
 }
 
@@ -188,6 +234,8 @@ struct FollowState {
     sizes: Vec<(PathBuf, u64)>,
     /// When a file of the run last grew.
     last_growth: Instant,
+    /// When following started.
+    started: Instant,
     /// The windows reported: (entity, or none for the whole run; signal;
     /// first interval).
     reported: BTreeSet<(Option<Entity>, Signal, usize)>,
@@ -203,6 +251,7 @@ impl FollowState {
             followed: Vec::new(),
             sizes: Vec::new(),
             last_growth: Instant::now(),
+            started: Instant::now(),
             reported: BTreeSet::new(),
             reported_incidents: BTreeSet::new(),
         }
@@ -351,6 +400,13 @@ impl FollowState {
             FollowEnd::Signal.code()
         } else if rank != 0 {
             0
+        } else if !self.read_any() {
+            // Nothing to analyse yet: waiting for ROSS is not idleness.
+            if self.started.elapsed() >= fo.start_timeout {
+                FollowEnd::NothingCame.code()
+            } else {
+                0
+            }
         } else if final_samples_landed(&self.followed) && !grew {
             FollowEnd::FinalSample.code()
         } else if self.last_growth.elapsed() >= fo.idle_timeout {
@@ -358,6 +414,11 @@ impl FollowState {
         } else {
             0
         }
+    }
+
+    /// Whether any GVT or real-time sample has been read.
+    fn read_any(&self) -> bool {
+        self.followed.iter().any(|f| !f.series.pes.is_empty())
     }
 
     /// Once following ended: reads each engine file to its end as a
