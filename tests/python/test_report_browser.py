@@ -180,6 +180,16 @@ def check_detail(driver, report, event_id):
     marks = driver.find_elements(
         By.CSS_SELECTOR, f'#anomaly-detail svg#anomaly-timeline [data-event-id="{event_id}"]')
     assert marks, f"svg#anomaly-timeline has no element for {event_id}"
+    # Zoomed on the anomaly and its window: the anomaly is drawn whole and
+    # wide, an ancestor running beyond the view is clipped and says so.
+    rects = driver.find_elements(By.CSS_SELECTOR, "#anomaly-detail svg#anomaly-timeline rect[data-event-id]")
+    mine = [r for r in rects if r.get_attribute("data-event-id") == event_id]
+    assert mine and mine[0].get_attribute("data-clipped") is None
+    width = float(mine[0].get_attribute("width"))
+    assert width >= 40, f"the anomaly is {width} px wide in a 730 px view"
+    if len(frames) > 1 and frames[-1] in ("main", ".TAU application"):
+        assert rects[0].get_attribute("data-clipped") is not None, \
+            f"the root frame {frames[-1]} spans the run but is not marked clipped"
 
 
 def test_report_command_writes_one_small_file(report):

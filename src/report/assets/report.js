@@ -174,10 +174,17 @@
     } else {
       bars.push({ row: 0, fid: A.fid[i], a: entry, b: exit, id: id, bad: true, label: "" });
     }
-    var lo = Math.min.apply(null, bars.map(function (b) { return b.a; }).concat([entry]));
-    var hi = Math.max.apply(null, bars.map(function (b) { return b.b || exit; }).concat([exit]));
+    // Zoomed on the anomaly, its window on the thread and its messages: an
+    // ancestor that runs longer (main, a time step) is clipped at the edges
+    // and marked so, rather than shrinking the anomaly to a sliver.
+    var lo = entry, hi = exit;
+    bars.forEach(function (b) {
+      if (b.label === "window") { lo = Math.min(lo, b.a); hi = Math.max(hi, b.b || exit); }
+    });
     if (det) { det.comms.forEach(function (m) { lo = Math.min(lo, m[5]); hi = Math.max(hi, m[5]); }); }
     if (hi <= lo) { hi = lo + 1; }
+    var pad = (hi - lo) * 0.04;
+    lo -= pad; hi += pad;
     var x = function (t) { return left + (W - left - right) * (t - lo) / (hi - lo); };
     var rows = Math.max.apply(null, bars.map(function (b) { return b.row; })) + 1;
     var H = 40 + rows * (rowH + 4) + 30;
@@ -194,16 +201,31 @@
         t.textContent = b.label;
         svg.appendChild(t);
       }
-      var x0 = x(b.a), x1 = x(b.b || hi);
-      var r = svgEl("rect", {
+      var end = b.b || Infinity;
+      var cutLeft = b.a < lo, cutRight = end > hi;
+      var x0 = x(Math.max(b.a, lo)), x1 = x(Math.min(end, hi));
+      var attrs = {
         x: x0, y: y, width: Math.max(1, x1 - x0), height: rowH, rx: 2,
         fill: b.bad ? "#d62728" : "#8da0cb", stroke: b.id === id ? "#000" : "none",
         "stroke-width": b.id === id ? 2 : 0, "data-event-id": b.id
-      });
+      };
+      if (cutLeft || cutRight) {
+        attrs["data-clipped"] = cutLeft && cutRight ? "both" : (cutLeft ? "left" : "right");
+        attrs["fill-opacity"] = 0.6;
+      }
+      var r = svgEl("rect", attrs);
       var title = svgEl("title");
-      title.textContent = fname(b.fid) + " [" + b.id + "] " + fmt(b.b ? b.b - b.a : NaN) + " µs" + (b.b ? "" : " (still running)");
+      title.textContent = fname(b.fid) + " [" + b.id + "] " + fmt(b.b ? b.b - b.a : NaN) + " µs" + (b.b ? "" : " (still running)") +
+        (cutLeft || cutRight ? " (clipped: it runs from " + fmt(b.a - data.t0) + " to " + (b.b ? fmt(b.b - data.t0) : "beyond the step") + " µs)" : "");
       r.appendChild(title);
       svg.appendChild(r);
+      // A clipped side is drawn as a zigzag edge.
+      [[cutLeft, x0], [cutRight, x1]].forEach(function (c) {
+        if (!c[0]) { return; }
+        var xe = c[1], d = "M" + xe + " " + y;
+        for (var k = 1; k <= 4; k++) { d += " L" + (xe + (k % 2 ? -4 : 0)) + " " + (y + k * rowH / 4); }
+        svg.appendChild(svgEl("path", { d: d, stroke: "#fff", "stroke-width": 2, fill: "none", "pointer-events": "none" }));
+      });
       if (x1 - x0 > 60) {
         var t2 = svgEl("text", { x: x0 + 3, y: y + 13, "font-size": 11, fill: "#fff" });
         t2.textContent = fname(b.fid).slice(0, Math.floor((x1 - x0) / 7));
@@ -228,7 +250,7 @@
       });
     }
     var axis = svgEl("text", { x: left, y: H - 6, "font-size": 11, fill: "#5b6576" });
-    axis.textContent = "µs from " + fmt(lo - data.t0) + " to " + fmt(hi - data.t0) + " after the run's first event; red: anomalous; outlined: this anomaly; arrows: messages";
+    axis.textContent = "µs from " + fmt(lo - data.t0) + " to " + fmt(hi - data.t0) + " after the run's first event; red: anomalous; outlined: this one; arrows: messages; zigzag: runs on";
     svg.appendChild(axis);
     return svg;
   }
