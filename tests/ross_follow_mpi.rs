@@ -195,3 +195,45 @@ fn a_follower_that_reads_nothing_fails_and_says_so_once() {
     );
     assert!(!work.path().join("live.json").exists());
 }
+
+#[test]
+fn an_earlier_runs_files_are_not_followed_but_the_new_run_beside_them() {
+    let work = tempfile::tempdir().unwrap();
+    // An earlier run finished two hours ago in `run`; ROSS, finding the
+    // path taken, writes the new run into `run-<pid>-<time>`.
+    let old = work.path().join("run");
+    let slowpe = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/ross-slowpe.toml");
+    write_paced(&slowpe, &old, "0");
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    for e in walk(&old) {
+        let f = std::fs::File::options().write(true).open(&e).unwrap();
+        f.set_modified(two_hours_ago).unwrap();
+    }
+    let sc = scenario(work.path(), true);
+    let child = follower(2, &old, work.path(), &["--idle-timeout", "5"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let new = work.path().join("run-4242-1700000000");
+    write_paced(&sc, &new, "10");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let live = std::fs::read_to_string(work.path().join("live.json")).unwrap();
+    assert_eq!(live, post_hoc(&new, work.path()));
+    assert_ne!(live, post_hoc(&old, work.path()));
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -47,7 +47,7 @@ use super::share::WorkShare;
 use super::signals::{Entity, RunSeries, Signal};
 use super::{add_records, conclude_with_trace, Findings, RossOptions, RunFiles};
 use crate::sys::signals;
-use crate::trace::ross::{EngineSeries, FileKind, RecordReader};
+use crate::trace::ross::{EngineSeries, FileKind, RecordReader, StatsFiles};
 use crate::util::same_on_every_rank::SameOnEveryRank;
 
 /// How `--follow` polls and when it gives up.
@@ -171,7 +171,7 @@ pub fn follow(
     share: &dyn WorkShare,
     live: &mut dyn FnMut(&LiveAnomaly),
 ) -> anyhow::Result<(Findings, FollowEnd)> {
-    let mut state = FollowState::new();
+    let mut state = FollowState::new(fo.idle_timeout);
     let mut waited_said = 0u64;
     let end = loop {
         state.open_new_files(opts)?;
@@ -194,7 +194,8 @@ pub fn follow(
         if share.rank() == 0 && !state.read_any() && waited > waited_said {
             waited_said = waited;
             eprintln!(
-                "ross: waiting for ROSS's first samples in {} ({} s; --start-timeout {} s)",
+                "ross: waiting for ROSS's first samples in {} ({} s; --start-timeout {} s; files \
+             there not written within --idle-timeout before the start are an earlier run's)",
                 opts.path.display(),
                 waited * 10,
                 fo.start_timeout.as_secs()
@@ -236,6 +237,11 @@ struct FollowState {
     last_growth: Instant,
     /// When following started.
     started: Instant,
+    /// The same, on the file system's clock (files last written an idle
+    /// timeout before it are an earlier run's).
+    since: SystemTime,
+    /// The idle timeout.
+    idle_timeout: Duration,
     /// The windows reported: (entity, or none for the whole run; signal;
     /// first interval).
     reported: BTreeSet<(Option<Entity>, Signal, usize)>,
@@ -245,13 +251,15 @@ struct FollowState {
 
 impl FollowState {
     /// Nothing found or read yet; the idle clock starts now.
-    fn new() -> Self {
+    fn new(idle_timeout: Duration) -> Self {
         FollowState {
+            idle_timeout,
             files: None,
             followed: Vec::new(),
             sizes: Vec::new(),
             last_growth: Instant::now(),
             started: Instant::now(),
+            since: SystemTime::now(),
             reported: BTreeSet::new(),
             reported_incidents: BTreeSet::new(),
         }
@@ -261,7 +269,18 @@ impl FollowState {
     /// each at its first flush) and starts following the engine files
     /// among them.
     fn open_new_files(&mut self, opts: &RossOptions) -> anyhow::Result<()> {
-        let Ok(stats) = RunFiles::find_files(opts) else {
+        let stats = match &self.files {
+            // The run's directory is known: only its files can appear.
+            Some(run) => RunFiles::find_files(&RossOptions {
+                path: run.files.dir.clone(),
+                ..opts.clone()
+            }),
+            None => match fresh_files(opts, self.since, self.idle_timeout) {
+                Some(files) => Ok(files),
+                None => return Ok(()),
+            },
+        };
+        let Ok(stats) = stats else {
             return Ok(());
         };
         // ROSS's stdout is read once, the directory at every poll.
@@ -457,6 +476,66 @@ impl FollowState {
         }
         conclude_with_trace(run, opts, gvt, rt, warnings, share)
     }
+}
+
+/// The stats files of the run to follow: those `opts` names, unless none
+/// of them was written within the idle timeout before following started
+/// (`since`; a second of slack for coarse file times). Such files are an
+/// earlier, finished run: ROSS then writes the new run beside them, into
+/// `<path>-<pid>-<time>`, so the directories of that form (or
+/// `stats-output*` ones, when `opts` names the directory holding them)
+/// written since are taken instead. `None` until the run's first file
+/// appears.
+fn fresh_files(opts: &RossOptions, since: SystemTime, idle: Duration) -> Option<StatsFiles> {
+    let since = since
+        .checked_sub(idle + Duration::from_secs(1))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let fresh = |files: &StatsFiles| {
+        files.kinds.iter().any(|&k| {
+            files
+                .path(k)
+                .and_then(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+                .is_some_and(|t| t >= since)
+        })
+    };
+    let at = |path: PathBuf| {
+        RunFiles::find_files(&RossOptions {
+            path,
+            ..opts.clone()
+        })
+        .ok()
+        .filter(|f| fresh(f))
+    };
+    if let Some(files) = at(opts.path.clone()) {
+        return Some(files);
+    }
+    // Directories inside (or beside) the one named that were written since.
+    let mut dirs = vec![(opts.path.clone(), "stats-output".to_owned())];
+    if let Some(name) = opts.path.file_name() {
+        let parent = match opts.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        dirs.push((parent, format!("{}-", name.to_string_lossy())));
+    }
+    let mut candidates: Vec<PathBuf> = dirs
+        .into_iter()
+        .flat_map(|(dir, start)| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(move |p| {
+                    p.is_dir()
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(start.as_str()))
+                })
+        })
+        .collect();
+    candidates.sort();
+    candidates.into_iter().find_map(at)
 }
 
 /// Whether every PE of the RT file has written its final sample.
