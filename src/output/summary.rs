@@ -259,7 +259,8 @@ fn function_json(
 pub enum SummaryFunctions {
     /// No `functions` array: the run's numbers and incidents only.
     None,
-    /// Each function's name, program and counts (about 130 bytes each).
+    /// Each function's name, program and counts (the name and about 90
+    /// bytes each).
     #[default]
     Counts,
     /// The counts and each function's final model (its histogram or
