@@ -46,13 +46,7 @@ fn the_model_detector_finds_calls_slow_for_their_size() {
     let d = dir.path();
     let data = d.join("data");
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/modelled.toml");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg(&scenario)
-            .arg("--out")
-            .arg(&data),
-    );
+    synth_scenario(&scenario, &data);
     // 1. A run that records samples (judged by SSTD meanwhile).
     let prov = d.join("samples.h5");
     let (p, _, fp_sstd, injected) = run_scored(

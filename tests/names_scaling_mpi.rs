@@ -42,6 +42,15 @@ runtime = { dist = "normal", mean = 12, std = 1 }
 zipf = 0.0
 "#;
 
+/// The SPMD scenario's streams, written under `dir`: their directory.
+fn synth_spmd(dir: &Path) -> std::path::PathBuf {
+    let scenario = dir.join("spmd.toml");
+    std::fs::write(&scenario, SPMD).unwrap();
+    let data = dir.join("data");
+    synth_scenario(&scenario, &data);
+    data
+}
+
 /// The run summary of `np` AD ranks on `data`, with the label files.
 fn summary(np: usize, data: &Path, labels: &Path) -> serde_json::Value {
     let sum = data.join(format!("summary-{np}.json"));
@@ -61,16 +70,7 @@ fn summary(np: usize, data: &Path, labels: &Path) -> serde_json::Value {
 #[test]
 fn the_summary_says_of_functions_what_was_asked_and_stays_small_by_default() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("spmd.toml");
-    std::fs::write(&scenario, SPMD).unwrap();
-    let data = dir.path().join("data");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg(&scenario)
-            .arg("--out")
-            .arg(&data),
-    );
+    let data = synth_spmd(dir.path());
     let mut sizes = Vec::new();
     for which in ["models", "counts", "none"] {
         let sum = dir.path().join(format!("summary-{which}.json"));
@@ -108,16 +108,7 @@ fn the_summary_says_of_functions_what_was_asked_and_stays_small_by_default() {
 #[test]
 fn received_name_bytes_stay_flat_from_2_to_16_ranks() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("spmd.toml");
-    std::fs::write(&scenario, SPMD).unwrap();
-    let data = dir.path().join("data");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg(&scenario)
-            .arg("--out")
-            .arg(&data),
-    );
+    let data = synth_spmd(dir.path());
     let mut received = Vec::new();
     let mut reduce_received = Vec::new();
     let mut labels = Vec::new();
@@ -262,13 +253,7 @@ fn every_detector_gives_the_same_labels_models_and_provenance_at_1_2_4_and_8_ran
     let scenario = dir.path().join("subsets.toml");
     std::fs::write(&scenario, SUBSETS).unwrap();
     let data = dir.path().join("data");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg(&scenario)
-            .arg("--out")
-            .arg(&data),
-    );
+    synth_scenario(&scenario, &data);
     let models = dir.path().join("models");
     write_exchange_model(&models);
     for algorithm in ["modal", "sstd", "hbos", "copod", "model"] {

@@ -53,6 +53,17 @@ pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_chimbuko-mpi")
 }
 
+/// `chimbuko-mpi synth SCENARIO --out OUT`, which must succeed.
+pub fn synth_scenario(scenario: &Path, out: &Path) {
+    run_ok(
+        std::process::Command::new(exe())
+            .arg("synth")
+            .arg(scenario)
+            .arg("--out")
+            .arg(out),
+    );
+}
+
 /// `mpirun -np <n>` with the flags this machine needs (`--oversubscribe`
 /// always, `--allow-run-as-root` only when running as root).
 pub fn mpirun(n: usize) -> std::process::Command {
