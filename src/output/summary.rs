@@ -306,22 +306,28 @@ fn write_with_functions(
     let write = || -> std::io::Result<()> {
         let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
         w.write_all(b"{\n")?;
-        if let Some((k, v)) = first {
-            writeln!(w, "  {}: {},", serde_json::Value::String(k.to_owned()), v)?;
+        let mut members: Vec<(String, serde_json::Value)> =
+            first.map(|(k, v)| (k.to_owned(), v)).into_iter().collect();
+        if let serde_json::Value::Object(head) = head {
+            members.extend(head);
         }
-        if let serde_json::Value::Object(members) = head {
-            for (k, v) in members {
-                writeln!(w, "  {}: {},", serde_json::Value::String(k), v)?;
-            }
+        let n = members.len();
+        for (i, (k, v)) in members.into_iter().enumerate() {
+            // Every member is followed by another, but the last one when no
+            // functions follow.
+            let sep = if i + 1 == n && which == SummaryFunctions::None {
+                ""
+            } else {
+                ","
+            };
+            writeln!(w, "  {}: {v}{sep}", serde_json::Value::String(k))?;
         }
-        // Says which form the functions take (`--summary-functions`).
-        write!(w, "  \"functions_written\": \"{which}\"")?;
         if which == SummaryFunctions::None {
-            w.write_all(b"\n}\n")?;
+            w.write_all(b"}\n")?;
             return w.flush();
         }
         let with_model = which == SummaryFunctions::Models;
-        w.write_all(b",\n  \"functions\": [")?;
+        w.write_all(b"  \"functions\": [")?;
         for f in 0..names.functions.len() as u32 {
             let sep = if f == 0 { "" } else { "," };
             let v = function_json(f, names, det, totals, with_model);
@@ -359,6 +365,9 @@ pub fn write_summary(
     det: &dyn Detector,
 ) -> anyhow::Result<()> {
     let first = incidents.map(|l| ("incidents", l.to_json()));
-    let parts = (first, serde_json::to_value(s)?);
+    let mut head = serde_json::to_value(s)?;
+    // Says which form the functions take (`--summary-functions`).
+    head["functions_written"] = serde_json::Value::String(which.to_string());
+    let parts = (first, head);
     write_with_functions(p, parts, which, names, det, totals)
 }
