@@ -321,6 +321,26 @@ impl Incident {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
+
+    /// What the listed members of occurrence `k` (from 1) cost, seconds.
+    pub fn occurrence_cost(&self, k: u64) -> f64 {
+        self.members
+            .iter()
+            .filter(|m| m.occurrence == k)
+            .map(|m| m.cost_s)
+            .sum()
+    }
+
+    /// The occurrence (from 1) whose listed members cost the most; the
+    /// first of those when several cost the same (1 when none).
+    pub fn costliest_occurrence(&self) -> u64 {
+        (1..=self.occurrences.max(1))
+            .max_by(|a, b| {
+                let (ca, cb) = (self.occurrence_cost(*a), self.occurrence_cost(*b));
+                ca.total_cmp(&cb).then(b.cmp(a))
+            })
+            .unwrap_or(1)
+    }
 }
 
 #[cfg(test)]

@@ -177,7 +177,7 @@ const LANE_LEFT: f64 = 90.0;
 /// over time (GVT for ROSS), links as lines from a member to what it is
 /// linked to.
 fn drawing(i: &Incident) -> String {
-    let top = costliest_occurrence(i);
+    let top = i.costliest_occurrence();
     let members: Vec<&Member> = i
         .members
         .iter()
@@ -206,21 +206,6 @@ fn drawing(i: &Incident) -> String {
     draw_links(&mut svg, &layout, &members, &ends);
     svg.push_str("</svg>");
     svg
-}
-
-/// The occurrence (1-based) whose members cost the most; the first of
-/// those when several cost the same.
-fn costliest_occurrence(i: &Incident) -> u64 {
-    let cost_of = |k: u64| -> f64 {
-        i.members
-            .iter()
-            .filter(|m| m.occurrence == k)
-            .map(|m| m.cost_s)
-            .sum()
-    };
-    (1..=i.occurrences.max(1))
-        .max_by(|a, b| cost_of(*a).total_cmp(&cost_of(*b)).then(b.cmp(a)))
-        .unwrap_or(1)
 }
 
 /// A member's time span as drawn: µs when it has them, else GVT (ROSS).

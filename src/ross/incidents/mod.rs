@@ -112,13 +112,7 @@ fn recurring(mut all: Vec<Incident>) -> Vec<Incident> {
                 for m in &mut i.members {
                     m.occurrence = n;
                 }
-                if i.cost_s
-                    > o.members
-                        .iter()
-                        .filter(|m| m.occurrence == top_occurrence(o))
-                        .map(|m| m.cost_s)
-                        .sum::<f64>()
-                {
+                if i.cost_s > o.occurrence_cost(o.costliest_occurrence()) {
                     o.evidence = i.evidence.clone();
                 }
                 o.occurrences = n;
@@ -138,22 +132,6 @@ fn recurring(mut all: Vec<Incident>) -> Vec<Incident> {
         }
     }
     out
-}
-
-/// The occurrence of `i` whose members cost the most.
-fn top_occurrence(i: &Incident) -> u64 {
-    (1..=i.occurrences)
-        .max_by(|a, b| {
-            let cost = |k: u64| -> f64 {
-                i.members
-                    .iter()
-                    .filter(|m| m.occurrence == k)
-                    .map(|m| m.cost_s)
-                    .sum()
-            };
-            cost(*a).total_cmp(&cost(*b)).then(b.cmp(a))
-        })
-        .unwrap_or(1)
 }
 
 /// The window of intervals `ks`.
