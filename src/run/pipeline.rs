@@ -213,35 +213,22 @@ impl RunState<'_> {
 }
 
 impl ModelState {
-    /// The verdict on `e` against the global model (see [`judge`]).
+    /// The verdict on `e` against the global model, judging the ratio of
+    /// its `prediction` (model detector) or else its inclusive or exclusive
+    /// runtime (ignored functions are always normal).
     #[inline]
     pub fn judge(&self, use_inclusive: bool, e: &Execution, p: Option<Prediction>) -> Verdict {
-        judge(&self.filter, self.detector.as_ref(), use_inclusive, e, p)
-    }
-}
-
-/// The verdict on `e` against the global model `detector`, judging the
-/// ratio of its `prediction` (model detector) or else its inclusive or
-/// exclusive runtime (ignored functions are always normal).
-#[inline]
-pub(super) fn judge(
-    filter: &FunctionFilter,
-    detector: &dyn Detector,
-    use_inclusive: bool,
-    e: &Execution,
-    prediction: Option<Prediction>,
-) -> Verdict {
-    if filter.is_ignored(e.function) {
-        Verdict {
-            label: Label::Normal,
-            score: 0.0,
+        if self.filter.is_ignored(e.function) {
+            return Verdict {
+                label: Label::Normal,
+                score: 0.0,
+            };
         }
-    } else {
-        let value = match prediction {
+        let value = match p {
             Some(p) => p.ratio_ppm,
             None => e.judged_runtime(use_inclusive),
         };
-        detector.label(e.function, value)
+        self.detector.label(e.function, value)
     }
 }
 

@@ -36,7 +36,7 @@ pub(super) fn label(
     let late_anomalies = late
         .iter()
         .filter(|l| l.verdict.label == crate::detect::Label::Anomaly && !l.rejudged)
-        .cloned()
+        .copied()
         .collect();
     for &i in this.active {
         let s = &mut streams[i];
