@@ -395,9 +395,10 @@ impl VizStream {
             .enumerate()
             .filter(|(_, c)| c.n > 0)
             .map(|(c, m)| {
-                // Counters are shared by all programs (one global table).
+                // Counters are shared by all programs (one global table):
+                // their statistics are over every program's executions.
                 json!({
-                    "app": names.counters.program(c as u32),
+                    "app": 0,
                     "counter": names.counters.name(c as u32),
                     "stats": wide_run_stats(m),
                 })

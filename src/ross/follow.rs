@@ -171,10 +171,10 @@ pub fn follow(
     share: &dyn WorkShare,
     live: &mut dyn FnMut(&LiveAnomaly),
 ) -> anyhow::Result<(Findings, FollowEnd)> {
-    let mut state = FollowState::new(fo.idle_timeout);
+    let mut state = FollowState::new();
     let mut waited_said = 0u64;
     let end = loop {
-        state.open_new_files(opts)?;
+        state.open_new_files(opts, fo)?;
         let new_gvt = state.read_landed_records();
         let grew = state.note_growth();
         if grew {
@@ -240,8 +240,6 @@ struct FollowState {
     /// The same, on the file system's clock (files last written an idle
     /// timeout before it are an earlier run's).
     since: SystemTime,
-    /// The idle timeout.
-    idle_timeout: Duration,
     /// The windows reported: (entity, or none for the whole run; signal;
     /// first interval).
     reported: BTreeSet<(Option<Entity>, Signal, usize)>,
@@ -251,9 +249,8 @@ struct FollowState {
 
 impl FollowState {
     /// Nothing found or read yet; the idle clock starts now.
-    fn new(idle_timeout: Duration) -> Self {
+    fn new() -> Self {
         FollowState {
-            idle_timeout,
             files: None,
             followed: Vec::new(),
             sizes: Vec::new(),
@@ -268,19 +265,13 @@ impl FollowState {
     /// Picks up the files that appeared since the last poll (ROSS creates
     /// each at its first flush) and starts following the engine files
     /// among them.
-    fn open_new_files(&mut self, opts: &RossOptions) -> anyhow::Result<()> {
-        let stats = match &self.files {
+    fn open_new_files(&mut self, opts: &RossOptions, fo: &FollowOptions) -> anyhow::Result<()> {
+        let found = match &self.files {
             // The run's directory is known: only its files can appear.
-            Some(run) => RunFiles::find_files(&RossOptions {
-                path: run.files.dir.clone(),
-                ..opts.clone()
-            }),
-            None => match fresh_files(opts, self.since, self.idle_timeout) {
-                Some(files) => Ok(files),
-                None => return Ok(()),
-            },
+            Some(run) => files_in(opts, run.files.dir.clone()),
+            None => fresh_files(opts, self.since, fo.idle_timeout),
         };
-        let Ok(stats) = stats else {
+        let Some(stats) = found else {
             return Ok(());
         };
         // ROSS's stdout is read once, the directory at every poll.
@@ -498,14 +489,7 @@ fn fresh_files(opts: &RossOptions, since: SystemTime, idle: Duration) -> Option<
                 .is_some_and(|t| t >= since)
         })
     };
-    let at = |path: PathBuf| {
-        RunFiles::find_files(&RossOptions {
-            path,
-            ..opts.clone()
-        })
-        .ok()
-        .filter(|f| fresh(f))
-    };
+    let at = |path: PathBuf| files_in(opts, path).filter(|f| fresh(f));
     if let Some(files) = at(opts.path.clone()) {
         return Some(files);
     }
@@ -536,6 +520,15 @@ fn fresh_files(opts: &RossOptions, since: SystemTime, idle: Duration) -> Option<
         .collect();
     candidates.sort();
     candidates.into_iter().find_map(at)
+}
+
+/// The stats files of the run `opts` asks for, looked for in `path`.
+fn files_in(opts: &RossOptions, path: PathBuf) -> Option<StatsFiles> {
+    RunFiles::find_files(&RossOptions {
+        path,
+        ..opts.clone()
+    })
+    .ok()
 }
 
 /// Whether every PE of the RT file has written its final sample.

@@ -307,12 +307,7 @@ fn run_iteration(
         bytes: &bytes,
         transfer: s.transfer,
     };
-    let ranks = Ranks {
-        t: &mut *t,
-        events: &mut *events,
-        calls: &mut *calls,
-        it,
-    };
+    let ranks = Ranks::of(t, events, calls, it);
     match sc.exchange {
         Exchange::Sendrecv => sendrecv(ranks, &halo),
         Exchange::IsendWaitall => isend_waitall(ranks, &halo),
@@ -329,13 +324,7 @@ fn run_iteration(
         let stalls: Vec<f64> = (0..p)
             .map(|r| (s.injected)(InjectKind::Stall, r, it, None))
             .collect();
-        let ranks = Ranks {
-            t: &mut *t,
-            events: &mut *events,
-            calls: &mut *calls,
-            it,
-        };
-        allreduce(ranks, ix, &stalls, sc);
+        allreduce(Ranks::of(t, events, calls, it), ix, &stalls, sc);
     }
     for r in 0..p {
         events[r].push(Event {

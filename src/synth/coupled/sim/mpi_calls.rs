@@ -19,6 +19,23 @@ pub(super) struct Ranks<'a> {
     pub it: u64,
 }
 
+impl<'a> Ranks<'a> {
+    /// Every rank's clock, events and timed calls, in iteration `it`.
+    pub fn of(
+        t: &'a mut [u64],
+        events: &'a mut [Vec<Event>],
+        calls: &'a mut [Vec<Timed>],
+        it: u64,
+    ) -> Self {
+        Ranks {
+            t,
+            events,
+            calls,
+            it,
+        }
+    }
+}
+
 /// What a halo exchange moves: each rank's message bytes (to its right
 /// neighbour), with the time a message of so many bytes takes in transfer.
 pub(super) struct Halo<'a> {
