@@ -505,6 +505,14 @@ impl SlowRun {
         }
     }
 
+    /// Sends `signal` to every AD process of the job.
+    fn signal_ad_ranks(&self, signal: i32) {
+        for pid in ad_ranks(self.ad.id()) {
+            // SAFETY: kill(2) on processes of the job we started.
+            unsafe { libc::kill(pid as i32, signal) };
+        }
+    }
+
     /// Waits for the AD job to end: its status, how long that took and
     /// its whole stderr; stops the writers.
     fn wait(mut self) -> (std::process::ExitStatus, Duration, String) {
@@ -566,10 +574,7 @@ fn an_analysis_killed_before_its_first_flush_leaves_a_readable_file() {
     let run = SlowRun::start(dir.path());
     // Before the first flush (--flush-steps 5).
     run.wait_for_step(1);
-    for pid in ad_ranks(run.ad.id()) {
-        // SAFETY: kill(2) on processes of the job we started.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
+    run.signal_ad_ranks(libc::SIGKILL);
     let out = run.out.clone();
     let (status, _, _) = run.wait();
     assert!(!status.success());
@@ -587,10 +592,7 @@ fn sigterm_stops_every_rank_together_and_marks_the_file() {
     // Two flushes in, and steps since the last one.
     run.wait_for_step(12);
     // The batch system signals every process of the job at its time limit.
-    for pid in ad_ranks(run.ad.id()) {
-        // SAFETY: kill(2) on processes of the job we started.
-        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-    }
+    run.signal_ad_ranks(libc::SIGTERM);
     let out = run.out.clone();
     let (status, waited, err) = run.wait();
     assert!(!status.success());
