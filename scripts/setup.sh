@@ -16,6 +16,7 @@ APT_PACKAGES=(
   build-essential pkg-config cmake curl ca-certificates
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools
+  liblapack-dev
   libclang-dev clang
   python3 python3-venv python3-pip
   shellcheck fonts-dejavu-core

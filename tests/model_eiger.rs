@@ -193,3 +193,71 @@ fn bad_model_files_say_file_and_line() {
     let e = read_model(&p).unwrap_err().to_string();
     assert!(e.contains("line 11") && e.contains("unknown kind"), "{e}");
 }
+
+/// A table of two or three predictors on different scales (`n` 58–1126,
+/// `p` 1–32, `q` 0.75–3.5) and a runtime.
+fn mixed_scales(columns: usize) -> Table {
+    let mut text = ["n", "p", "q"][..columns].join(",");
+    text.push_str(",runtime\n");
+    for i in 0..40u32 {
+        let row = [
+            f64::from(58 + (i * 397) % 1069),
+            f64::from(1 + (i * 7) % 32),
+            f64::from(3 + (i * 5) % 11) * 0.25,
+        ];
+        let runtime = 0.5 + 1e-3 * row[..columns].iter().sum::<f64>();
+        for v in &row[..columns] {
+            text.push_str(&format!("{v},"));
+        }
+        text.push_str(&format!("{runtime}\n"));
+    }
+    Table::parse_csv(&text, "mixed-scales").unwrap()
+}
+
+#[test]
+fn eiger_2016_rotates_mixed_scales_as_eiger_does() {
+    // Expected values: Eiger's steps with numpy's SVD (LAPACK dgesdd), as
+    // tests/python/test_eiger_rotation.py computes them. Two inputs: the
+    // larger-scale `n` on column 1 with sign −1, `p` on column 0.
+    let two = train(
+        &mixed_scales(2),
+        &TrainOptions::new("runtime", Profile::Eiger2016),
+    )
+    .unwrap()
+    .model;
+    let want = [[0.0, -1.0], [1.0, 0.0]];
+    for (row, want) in two.rotation.iter().zip(want) {
+        for (v, w) in row.iter().zip(want) {
+            assert!((v - w).abs() < 1e-12, "{:?}", two.rotation);
+        }
+    }
+    assert!(close(two.means[0], 15.9, 1e-12) && close(two.means[1], -583.75, 1e-12));
+    let three = train(
+        &mixed_scales(3),
+        &TrainOptions::new("runtime", Profile::Eiger2016),
+    )
+    .unwrap()
+    .model;
+    let want = [
+        [
+            0.9986134301374489,
+            -0.05262392227035727,
+            0.0013928223150837314,
+        ],
+        [
+            -0.05262392202247186,
+            -0.9986144007938978,
+            -3.685128440455293e-05,
+        ],
+        [
+            0.0013928316807155228,
+            -3.6495585375627415e-05,
+            -0.9999990293435194,
+        ],
+    ];
+    for (row, want) in three.rotation.iter().zip(want) {
+        for (v, w) in row.iter().zip(want) {
+            assert!((v - w).abs() < 1e-9, "{:?}", three.rotation);
+        }
+    }
+}

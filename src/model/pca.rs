@@ -3,15 +3,23 @@
 //! is dominated by few inputs and correlated inputs share one column.
 //!
 //! Steps (reference §2.2): `Z = (X − mean)/std` (ddof 1, a zero std
-//! becomes 1); `Z = U S Vᵀ`; VARIMAX on the columns of `V` (no Kaiser
-//! normalisation), sweeping column pairs until the relative change of
-//! `Σ A²` is below 1e-5 or after 100 sweeps; keep the columns whose
-//! loading `s²` is non-zero. One input gives `R = [[1.0]]`; a failed
-//! decomposition gives the identity. Each column's sign is fixed so that
-//! its largest entry is positive: SVD signs are arbitrary, and this makes
-//! the rotation (hence the model file) the same on every machine.
-
-use nalgebra::DMatrix;
+//! becomes 1); `Z = U S Vᵀ` by LAPACK's `dgesdd`, the routine Eiger's
+//! `svd` calls; VARIMAX on the columns of `V` (no Kaiser normalisation),
+//! sweeping column pairs `j < l` until the relative change of `Σ A²` from
+//! the sweep before (the first compared with the unrotated `V`) is below
+//! 1e-5, or after 100 sweeps; keep the columns whose loading `s²` is
+//! non-zero. One input gives `R = [[1.0]]`; a failed decomposition gives
+//! the identity.
+//!
+//! Which rotated column holds which input, and its sign, follow from the
+//! signs of `V`: a model file names its rotated columns by index, so a file
+//! is exchangeable with Eiger only if `V` is LAPACK's own. That is why the
+//! decomposition is `dgesdd` itself rather than another SVD: its signs
+//! follow from its Householder reflections, not from a rule another
+//! implementation could reproduce. (Reference LAPACK 3.11 and the OpenBLAS
+//! that numpy ships give the same `V` on 2000 random tables of mixed
+//! scales; `tests/python/test_eiger_rotation.py` checks ours against
+//! numpy's.)
 
 /// The rotation `R` (m × p, row-major rows of length p) for the rows `x`
 /// of m inputs each.
@@ -29,38 +37,87 @@ pub fn rotation(x: &[Vec<f64>], m: usize) -> Vec<Vec<f64>> {
         return identity();
     }
     let (mean, std) = column_mean_std(x, m);
-    let z = DMatrix::from_fn(n, m, |r, c| (x[r][c] - mean[c]) / std[c]);
+    // Column-major, as LAPACK reads it.
+    let z: Vec<f64> = (0..m)
+        .flat_map(|c| {
+            let (mean, std) = (mean[c], std[c]);
+            x.iter().map(move |row| (row[c] - mean) / std)
+        })
+        .collect();
     if z.iter().any(|v| !v.is_finite()) {
         return identity();
     }
-    let Some(svd) = nalgebra::linalg::SVD::try_new(z, false, true, f64::EPSILON, 0) else {
+    let Some((singular_values, vt)) = right_singular_vectors(z, n, m) else {
         return identity();
     };
-    let Some(vt) = svd.v_t else {
-        return identity();
-    };
-    // Components in order of decreasing singular value, as numpy gives them.
-    let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
-    order.sort_by(|a, b| svd.singular_values[*b].total_cmp(&svd.singular_values[*a]));
+    let k = singular_values.len();
+    // V = Vᵀᵀ: row r of the loadings is input r, column c component c,
+    // components in LAPACK's order (decreasing singular value).
     let mut a: Vec<Vec<f64>> = (0..m)
-        .map(|r| order.iter().map(|&k| vt[(k, r)]).collect())
+        .map(|r| (0..k).map(|c| vt[c + r * k]).collect())
         .collect();
     varimax(&mut a);
-    let keep: Vec<usize> = order
-        .iter()
-        .enumerate()
-        .filter(|(_, &k)| svd.singular_values[k].powi(2) != 0.0)
-        .map(|(c, _)| c)
+    let keep: Vec<usize> = (0..k)
+        .filter(|&c| singular_values[c].powi(2) != 0.0)
         .collect();
     if keep.is_empty() {
         return identity();
     }
-    let mut r: Vec<Vec<f64>> = a
-        .iter()
+    a.iter()
         .map(|row| keep.iter().map(|&c| row[c]).collect())
-        .collect();
-    fix_signs(&mut r);
-    r
+        .collect()
+}
+
+/// The singular values and `Vᵀ` (k × m, column-major, k = min(n, m)) of
+/// the column-major n × m matrix `z`, by LAPACK's `dgesdd` with
+/// `jobz = 'S'`; `None` when LAPACK reports a failure.
+fn right_singular_vectors(mut z: Vec<f64>, n: usize, m: usize) -> Option<(Vec<f64>, Vec<f64>)> {
+    let k = n.min(m);
+    let (ni, mi, ki) = (
+        i32::try_from(n).ok()?,
+        i32::try_from(m).ok()?,
+        i32::try_from(k).ok()?,
+    );
+    let mut s = vec![0.0; k];
+    let mut u = vec![0.0; n * k];
+    let mut vt = vec![0.0; k * m];
+    let mut iwork = vec![0i32; 8 * k];
+    let mut info = 0;
+    let mut query = [0.0];
+    // SAFETY: every slice has the length LAPACK's documentation asks of it
+    // for jobz = 'S' (a: lda·m, s: k, u: ldu·k, vt: ldvt·m, iwork: 8k), and
+    // lwork = -1 only writes the optimal size into work[0].
+    unsafe {
+        lapack::dgesdd(
+            b'S', ni, mi, &mut z, ni, &mut s, &mut u, ni, &mut vt, ki, &mut query, -1, &mut iwork,
+            &mut info,
+        );
+    }
+    if info != 0 || !query[0].is_finite() {
+        return None;
+    }
+    let lwork = (query[0] as usize).max(1);
+    let mut work = vec![0.0; lwork];
+    // SAFETY: as above, with a work array of the size LAPACK asked for.
+    unsafe {
+        lapack::dgesdd(
+            b'S',
+            ni,
+            mi,
+            &mut z,
+            ni,
+            &mut s,
+            &mut u,
+            ni,
+            &mut vt,
+            ki,
+            &mut work,
+            i32::try_from(lwork).ok()?,
+            &mut iwork,
+            &mut info,
+        );
+    }
+    (info == 0).then_some((s, vt))
 }
 
 /// `x @ R` for one row of inputs into `out` (one entry per rotated
@@ -92,12 +149,32 @@ pub fn column_mean_std(x: &[Vec<f64>], m: usize) -> (Vec<f64>, Vec<f64>) {
     (mean, std)
 }
 
+/// The pair's rotation angle `arg(w)/4`, with `w = u − v²`.
+///
+/// On the negative real axis `arg` jumps from −π to π, and that is where
+/// two standardised inputs always put `w`: their `V` is the 45° matrix for
+/// any correlation, and `w = −1` exactly. The sign of `w`'s rounding-level
+/// imaginary part then picks `φ = ±π/4`, i.e. which rotated column holds
+/// which input; Eiger's own choice there follows the last bits of its
+/// BLAS's `V` and differs between machines. We take the exact-arithmetic
+/// angle, `arg = π`, whenever the imaginary part is within 1e-9 of `|w|`
+/// (an angle within 3e-10 of the other choice, so no fit changes).
+fn varimax_angle(w_re: f64, w_im: f64) -> f64 {
+    let on_the_cut = w_re < 0.0 && w_im.abs() <= 1e-9 * w_re.abs();
+    let w_im = if on_the_cut { 0.0 } else { w_im };
+    w_im.atan2(w_re) / 4.0
+}
+
 /// Raw VARIMAX of the loadings `a` (rows × columns), in place.
 fn varimax(a: &mut [Vec<f64>]) {
     let d = a.len() as f64;
     let p = a.first().map_or(0, Vec::len);
     let total = |a: &[Vec<f64>]| a.iter().flatten().map(|v| v * v).sum::<f64>();
-    let mut old = 0.0;
+    // Rotations keep Σ A², so in exact arithmetic the first sweep already
+    // meets the criterion; comparing with the unrotated sum (as Eiger
+    // does) makes that one sweep, where a start at 0 would force a second
+    // one that can turn a pair by a further quarter angle.
+    let mut old = total(a);
     for _ in 0..100 {
         for j in 0..p {
             for l in (j + 1)..p {
@@ -113,7 +190,7 @@ fn varimax(a: &mut [Vec<f64>]) {
                 }
                 let (u_re, u_im, v_re, v_im) = (u_re / d, u_im / d, v_re / d, v_im / d);
                 let (w_re, w_im) = (u_re - (v_re * v_re - v_im * v_im), u_im - 2.0 * v_re * v_im);
-                let phi = w_im.atan2(w_re) / 4.0;
+                let phi = varimax_angle(w_re, w_im);
                 let (c, s) = (phi.cos(), phi.sin());
                 for row in a.iter_mut() {
                     let (x, y) = (row[j], row[l]);
@@ -127,22 +204,6 @@ fn varimax(a: &mut [Vec<f64>]) {
             break;
         }
         old = new;
-    }
-}
-
-/// Makes the largest-magnitude entry of every column positive.
-fn fix_signs(r: &mut [Vec<f64>]) {
-    let p = r.first().map_or(0, Vec::len);
-    for c in 0..p {
-        let big =
-            r.iter()
-                .map(|row| row[c])
-                .fold(0.0f64, |acc, v| if v.abs() > acc.abs() { v } else { acc });
-        if big < 0.0 {
-            for row in r.iter_mut() {
-                row[c] = -row[c];
-            }
-        }
     }
 }
 

@@ -74,7 +74,7 @@ def test_dependencies(recipe):
     names = {re.split(r"[@+~ ]", d)[0]: (d, t) for d, t in deps.items()}
     for build_only in ("rust", "llvm", "pkgconfig", "patchelf", "c"):
         assert names[build_only][1] == "build", build_only
-    for linked in ("mpi", "hdf5", "adios2"):
+    for linked in ("mpi", "hdf5", "adios2", "lapack"):
         assert names[linked][1] is None, linked
     assert "+mpi" in names["hdf5"][0]
     rust_version = re.search(r'^rust-version = "([^"]+)"', (ROOT / "Cargo.toml").read_text(), re.M)
@@ -94,13 +94,17 @@ def test_build_environment_points_at_the_dependencies(recipe):
     pkg = module.ChimbukoMpi()
     deps = {n: types.SimpleNamespace(prefix=Prefix(f"/opt/{n}"), mpicc=f"/opt/{n}/bin/mpicc")
             for n in ("adios2", "hdf5", "llvm", "mpi")}
+    # Spack's LibraryList of the lapack provider (OpenBLAS here).
+    deps["lapack"] = types.SimpleNamespace(
+        libs=types.SimpleNamespace(names=["openblas"], directories=["/opt/openblas/lib"]))
     pkg.spec = deps
     pkg.stage = types.SimpleNamespace(path="/stage")
     env = {}
     pkg.setup_build_environment(types.SimpleNamespace(set=env.__setitem__))
     assert env == {"ADIOS2_DIR": "/opt/adios2", "HDF5_DIR": "/opt/hdf5",
                    "LIBCLANG_PATH": "/opt/llvm/lib", "MPICC": "/opt/mpi/bin/mpicc",
-                   "CARGO_HOME": "/stage/cargo-home"}
+                   "CARGO_HOME": "/stage/cargo-home",
+                   "CHIMBUKO_LAPACK_LIBS": "openblas", "CHIMBUKO_LAPACK_DIR": "/opt/openblas/lib"}
     pkg.prefix = Prefix("/opt/chimbuko-mpi")
     run = {}
     pkg.setup_run_environment(types.SimpleNamespace(set=run.__setitem__))

@@ -45,6 +45,8 @@ class ChimbukoMpi(Package):
     depends_on("hdf5@1.10:1.14+mpi")
     # The C bindings (always built); BP5, one of --engine's choices, needs 2.8.
     depends_on("adios2@2.8:")
+    # dgesdd for the model trainer's rotation (Eiger's SVD signs).
+    depends_on("lapack")
 
     sanity_check_is_file = ["bin/chimbuko-mpi"]
     sanity_check_is_dir = ["share/man/man1", "share/chimbuko-mpi/jobscripts"]
@@ -54,6 +56,10 @@ class ChimbukoMpi(Package):
         env.set("ADIOS2_DIR", self.spec["adios2"].prefix)
         env.set("HDF5_DIR", self.spec["hdf5"].prefix)
         env.set("LIBCLANG_PATH", self.spec["llvm"].prefix.lib)
+        # build.rs links these instead of the system's liblapack.
+        lapack = self.spec["lapack"].libs
+        env.set("CHIMBUKO_LAPACK_LIBS", ",".join(lapack.names))
+        env.set("CHIMBUKO_LAPACK_DIR", lapack.directories[0])
         # The MPI crate asks this compiler wrapper how to link MPI.
         env.set("MPICC", self.spec["mpi"].mpicc)
         # Crates are downloaded into the stage, not the user's ~/.cargo.
