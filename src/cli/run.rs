@@ -220,6 +220,13 @@ pub struct RunArgs {
     /// stream in memory.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub prefetch: bool,
+    /// Worker threads per AD rank for building call stacks, labelling and
+    /// deriving models (MPI stays on the main thread). Default: the CPUs
+    /// in the rank's affinity mask, so the job script's binding decides
+    /// (Slurm `--cpus-per-task`, `jsrun -c`, `mpirun --map-by
+    /// slot:PE=N`). Results are the same for any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
     /// After SIGTERM/SIGINT the AD ranks stop together at the end of the
     /// step and write what they have; a rank that cannot finish within
     /// this many seconds (a peer is gone) exits anyway.
@@ -268,6 +275,7 @@ impl RunArgs {
             step_timeout: seconds(self.step_timeout),
             max_steps: self.max_steps,
             prefetch: self.prefetch,
+            threads: self.threads.map(|n| n as usize),
             detector: DetectorSettings {
                 algorithm: self.algorithm,
                 sigma: self.sigma,

@@ -55,6 +55,8 @@ pub struct Collectives {
     /// The grid of the two-hop exchanges, made on first use (see
     /// `routed.rs`); `None` where P has no useful grid.
     grid: std::cell::OnceCell<Option<routed::Grid>>,
+    /// MPI provides at least `MPI_THREAD_FUNNELED`.
+    funneled: bool,
     // Finalizes MPI when dropped; must outlive `world`.
     _universe: Universe,
 }
@@ -63,8 +65,14 @@ impl Collectives {
     /// Initializes MPI (also works without `mpirun`, as a single rank) and
     /// splits off this program's communicator (collective over
     /// `MPI_COMM_WORLD`: in an MPMD launch every program must split too).
+    ///
+    /// Asks for `MPI_THREAD_FUNNELED`: the AD rank's worker threads
+    /// (`run::threads`) never call MPI, the main thread makes every call,
+    /// and that is the level the standard asks of such a process. See
+    /// [`Collectives::threads_allowed`] for what an MPI that provides less
+    /// means.
     pub fn init() -> anyhow::Result<Self> {
-        let universe = mpi::initialize()
+        let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Funneled)
             .ok_or_else(|| anyhow::anyhow!("MPI was already initialized in this process"))?;
         let everyone = universe.world();
         let world_size = everyone.size() as usize;
@@ -83,8 +91,16 @@ impl Collectives {
             calls: std::cell::Cell::new(0),
             name_hash_collisions: std::cell::Cell::new(0),
             grid: std::cell::OnceCell::new(),
+            funneled: provided != mpi::Threading::Single,
             _universe: universe,
         })
+    }
+
+    /// Whether other threads may exist beside the MPI calls of the main
+    /// thread: the MPI library provides `MPI_THREAD_FUNNELED` or more. An
+    /// MPI that provides only `MPI_THREAD_SINGLE` gets one worker thread.
+    pub fn threads_allowed(&self) -> bool {
+        self.funneled
     }
 
     /// Bytes this rank has contributed to collectives so far.

@@ -8,19 +8,25 @@
 //! them and its model shared with the others (`super::sharing`), bit for
 //! bit. Labelling then only reads the derived model.
 
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
 use super::sharing::ModelSharing;
 use super::stats::fine::{
     bucket_bounds, FineHist, FineModel, StepDelta, GROUP, ROUND1_OR_WORDS, SUB_BITS,
 };
+use super::stream_partial::StreamPartial;
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 use crate::util::bits;
+use crate::util::disjoint::many_mut;
 use crate::util::hash::Fnv1a;
 
 /// The detector-specific part: how a labelling model is derived from the
 /// fine histogram, and how it scores a runtime.
-pub trait Kernel: Send {
+pub trait Kernel: Send + Sync + Clone {
     /// Derived labelling model of one function.
-    type Model: Clone + Send;
+    type Model: Clone + Send + Sync;
 
     /// Name as given to `--algorithm`.
     fn name(&self) -> &'static str;
@@ -97,6 +103,12 @@ pub struct BinnedDetector<K: Kernel> {
     labelled: Vec<u64>,
     /// The changed functions' models dealt out over the AD ranks.
     sharing: ModelSharing,
+    /// The AD rank's worker threads, if the run has any.
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// The step's changed functions dealt to this rank and what the step
+    /// added to each (buffers kept from step to step).
+    changed: Vec<usize>,
+    deltas: Vec<StepDelta>,
 }
 
 impl<K: Kernel> BinnedDetector<K> {
@@ -111,6 +123,9 @@ impl<K: Kernel> BinnedDetector<K> {
             threshold_of: Vec::new(),
             labelled: Vec::new(),
             sharing: ModelSharing::default(),
+            pool: None,
+            changed: Vec::new(),
+            deltas: Vec::new(),
         }
     }
 
@@ -178,6 +193,20 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         self.sharing.set_ranks(rank, ranks);
     }
 
+    fn set_pool(&mut self, pool: Arc<rayon::ThreadPool>) {
+        self.pool = Some(pool);
+    }
+
+    fn stream_partial(&self) -> Option<StreamPartial> {
+        Some(StreamPartial::Fine(Default::default()))
+    }
+
+    fn absorb(&mut self, share: &mut StreamPartial) {
+        if let StreamPartial::Fine(t) = share {
+            self.fine.absorb(t);
+        }
+    }
+
     fn merge_reduced(&mut self, reduced: &Wire) {
         let (kernel, models, sharing) = (&mut self.kernel, &mut self.models, &mut self.sharing);
         if sharing.awaiting() {
@@ -190,24 +219,55 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             });
             return;
         }
-        // What `rederive` does, field by field: `self.fine` is busy.
+        // Which functions this rank derives (with sharing, those dealt to
+        // it), in the merge's order, with what the step added to each.
         let share = sharing.enabled() && kernel.shares_models();
-        let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
         let (labelled, need) = (&mut self.labelled, self.min_count.max(2));
+        let (changed, deltas) = (&mut self.changed, &mut self.deltas);
+        changed.clear();
         let merged = self.fine.merge_reduced(reduced, |f, hist, step| {
-            if let Some(model) = models.get_mut(f) {
-                // With sharing, only the functions dealt to this rank.
-                if !share || sharing.deal(f as u32) {
-                    kernel.derive(model, hist, step, threshold_in(thresholds, f, default));
-                    if share {
-                        sharing.push_own(|out| kernel.encode(model, hist.count(), out));
-                    }
+            if f < models.len() && (!share || sharing.deal(f as u32)) {
+                if deltas.len() == changed.len() {
+                    deltas.push(StepDelta::default());
                 }
+                let d = &mut deltas[changed.len()];
+                d.moments = step.moments;
+                d.buckets.clear();
+                d.buckets.extend_from_slice(&step.buckets);
+                changed.push(f);
             }
             if hist.count() >= need {
                 bits::insert(labelled, f as u32);
             }
         });
+        let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
+        let global = &self.fine.global;
+        // Each derivation is a pure function of its function's data, so
+        // they run on the worker threads (each with its own kernel's
+        // buffers) with the same result as one after the other.
+        let jobs: Vec<_> = many_mut(models, changed)
+            .into_iter()
+            .zip(changed.iter().zip(deltas.iter()))
+            .filter_map(|(model, (&f, d))| Some((model?, global.get(f)?, d, f)))
+            .collect();
+        let derive =
+            |k: &mut K, (model, hist, d, f): (&mut K::Model, &FineHist, &StepDelta, usize)| {
+                k.derive(model, hist, d, threshold_in(thresholds, f, default));
+            };
+        match &self.pool {
+            Some(pool) if pool.current_num_threads() > 1 && jobs.len() > 1 => pool.install(|| {
+                jobs.into_par_iter()
+                    .with_min_len(16)
+                    .for_each_init(|| kernel.clone(), derive);
+            }),
+            _ => jobs.into_iter().for_each(|job| derive(kernel, job)),
+        }
+        if share {
+            for &f in changed.iter() {
+                let count = global.get(f).map_or(0, FineHist::count);
+                sharing.push_own(|out| kernel.encode(&models[f], count, out));
+            }
+        }
         if merged && share {
             sharing.start();
         }

@@ -17,6 +17,7 @@ use super::hbos::{initial_global_threshold, ALPHA};
 use super::stats::fine::{lane_bits, push_lanes, read_lanes, FineHist, StepDelta};
 use super::stats::histogram::{sign, BinPos, BinWidth, Grid, Histogram};
 use super::{ModelSnapshot, Verdict};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// COPOD parameters.
 #[derive(Debug, Clone)]
@@ -133,11 +134,22 @@ pub struct CopodModel {
 /// logarithms. A cache, not part of the model: it starts empty with every
 /// new model, returns exactly what [`CopodModel::score`] computes, and is
 /// ignored by comparisons.
-#[derive(Clone)]
+///
+/// The worker threads judge executions against the same model at once, so
+/// a slot is two atomics: a writer claims the slot (runtime → [`BUSY`])
+/// before it writes the score and then the runtime; a reader takes the
+/// score only if the slot held its runtime before and after reading it.
+/// A score is a pure function of the runtime, so whatever score a slot
+/// holds beside a runtime is that runtime's score, on any thread.
 struct ScoreMemo {
-    /// `(runtime, score)`; an empty slot holds [`EMPTY_SLOT`] as runtime
-    /// (16 bytes a slot, where an `Option` would take 24).
-    slots: [std::cell::Cell<(u64, f64)>; MEMO_SLOTS],
+    slots: [MemoSlot; MEMO_SLOTS],
+}
+
+/// One slot of [`ScoreMemo`]: a runtime and its score's bits.
+#[derive(Default)]
+struct MemoSlot {
+    runtime: AtomicU64,
+    score: AtomicU64,
 }
 
 /// Slots of [`ScoreMemo`] (direct-mapped by the runtime's low bits).
@@ -145,27 +157,50 @@ const MEMO_SLOTS: usize = 8;
 /// The runtime of an empty memo slot; that runtime is never memoised, only
 /// computed.
 const EMPTY_SLOT: u64 = u64::MAX;
+/// The runtime of a slot being written; never memoised either.
+const BUSY: u64 = u64::MAX - 1;
 
 impl Default for ScoreMemo {
     fn default() -> Self {
         ScoreMemo {
-            slots: std::array::from_fn(|_| std::cell::Cell::new((EMPTY_SLOT, 0.0))),
+            slots: std::array::from_fn(|_| MemoSlot {
+                runtime: AtomicU64::new(EMPTY_SLOT),
+                score: AtomicU64::new(0),
+            }),
         }
+    }
+}
+
+impl Clone for ScoreMemo {
+    /// An empty memo: a cache is not copied with the model.
+    fn clone(&self) -> Self {
+        ScoreMemo::default()
     }
 }
 
 impl ScoreMemo {
     fn get_or(&self, value: u64, compute: impl FnOnce() -> f64) -> f64 {
-        if value == EMPTY_SLOT {
+        if value >= BUSY {
             return compute();
         }
         let slot = &self.slots[value as usize % MEMO_SLOTS];
-        let (v, score) = slot.get();
-        if v == value {
-            return score;
+        let held = slot.runtime.load(Ordering::Acquire);
+        if held == value {
+            let bits = slot.score.load(Ordering::Acquire);
+            if slot.runtime.load(Ordering::Acquire) == value {
+                return f64::from_bits(bits);
+            }
         }
         let score = compute();
-        slot.set((value, score));
+        let claimed = held != BUSY
+            && slot
+                .runtime
+                .compare_exchange(held, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+        if claimed {
+            slot.score.store(score.to_bits(), Ordering::Release);
+            slot.runtime.store(value, Ordering::Release);
+        }
         score
     }
 }

@@ -110,6 +110,15 @@ impl Detector for Directed {
     fn set_ranks(&mut self, rank: usize, ranks: usize) {
         self.inner.set_ranks(rank, ranks);
     }
+    fn set_pool(&mut self, pool: std::sync::Arc<rayon::ThreadPool>) {
+        self.inner.set_pool(pool);
+    }
+    fn stream_partial(&self) -> Option<super::stream_partial::StreamPartial> {
+        self.inner.stream_partial()
+    }
+    fn absorb(&mut self, share: &mut super::stream_partial::StreamPartial) {
+        self.inner.absorb(share);
+    }
     fn set_function_threshold(&mut self, function: u32, value: f64) {
         self.inner.set_function_threshold(function, value);
     }

@@ -40,6 +40,7 @@ pub mod model;
 pub mod sharing;
 pub mod sstd;
 pub mod stats;
+pub mod stream_partial;
 
 use serde::Serialize;
 use stats::exact::Moments;
@@ -316,7 +317,7 @@ pub trait Predictor {
 }
 
 /// What every detector implements.
-pub trait Detector: Send {
+pub trait Detector: Send + Sync {
     /// Name as given to `--algorithm`.
     fn name(&self) -> &'static str;
     /// Makes room for functions `0..n` (the global function table grew).
@@ -344,6 +345,22 @@ pub trait Detector: Send {
     /// and sharing it (`sharing`), as long as every rank ends with the
     /// same model.
     fn set_ranks(&mut self, _rank: usize, _ranks: usize) {}
+    /// The AD rank's worker threads, for work the detector can do per
+    /// function in parallel (deriving the changed functions' models after
+    /// a merge) with the same result as on one thread. Without a pool
+    /// (the default) the detector works on the calling thread.
+    fn set_pool(&mut self, _pool: std::sync::Arc<rayon::ThreadPool>) {}
+    /// An empty share of the step's partial model for one stream, to be
+    /// filled on a worker thread ([`stream_partial::StreamPartial`]);
+    /// `None` (the default): the detector is fed by
+    /// [`Detector::observe`] on the main thread only.
+    fn stream_partial(&self) -> Option<stream_partial::StreamPartial> {
+        None
+    }
+    /// Adds a stream's share (from [`Detector::stream_partial`]) to this
+    /// rank's partial model, as if each of its runtimes had been
+    /// observed, and empties it for reuse.
+    fn absorb(&mut self, _share: &mut stream_partial::StreamPartial) {}
     /// After [`Detector::merge_reduced`]: the wire of a further reduction
     /// round of this step, if the detector needs one (all ranks agree, as
     /// the answer depends only on reduced data).

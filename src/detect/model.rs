@@ -400,6 +400,10 @@ impl Detector for ModelDetector {
         self.fallback.set_ranks(rank, ranks);
     }
 
+    fn set_pool(&mut self, pool: std::sync::Arc<rayon::ThreadPool>) {
+        self.fallback.set_pool(pool);
+    }
+
     fn next_round(&mut self) -> Option<Wire> {
         let next = self.fallback.next_round();
         self.fallback_round = next.is_some();

@@ -6,6 +6,7 @@
 
 use super::stats::exact::Moments;
 use super::stats::exact::{ExactMoments, MOMENT_SUM_WORDS};
+use super::stream_partial::StreamPartial;
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 use crate::util::hash::Fnv1a;
 use crate::util::slots::Touched;
@@ -134,6 +135,21 @@ impl Detector for Sstd {
     fn observe(&mut self, function: u32, value: u64) {
         if (function as usize) < self.global.len() {
             self.partial.entry(function).push(value);
+        }
+    }
+
+    fn stream_partial(&self) -> Option<StreamPartial> {
+        Some(StreamPartial::Moments(Touched::default()))
+    }
+
+    fn absorb(&mut self, share: &mut StreamPartial) {
+        if let StreamPartial::Moments(t) = share {
+            for (f, m) in t.iter() {
+                if (f as usize) < self.global.len() {
+                    self.partial.entry(f).merge(m);
+                }
+            }
+            t.reset(|m| *m = ExactMoments::default());
         }
     }
 

@@ -135,6 +135,22 @@ pub trait LabelConsumer {
         Ok(())
     }
 
+    /// All streams' labelled steps of this step, in stream order (label
+    /// stage); `pool` is the AD rank's worker threads, for consumers whose
+    /// work per stream is independent of the other streams'. By default,
+    /// [`LabelConsumer::labelled_step`] of each in order.
+    fn labelled_steps(
+        &mut self,
+        steps: &[LabelledStep<'_>],
+        names: &GlobalNames,
+        _pool: &rayon::ThreadPool,
+    ) -> anyhow::Result<()> {
+        for s in steps {
+            self.labelled_step(s, names)?;
+        }
+        Ok(())
+    }
+
     /// Collect stage, for each stream that had a step.
     fn collect_stream(&mut self, _step: &LabelledStep<'_>, _names: &GlobalNames) {}
 
@@ -218,6 +234,19 @@ impl Outputs {
     pub fn labelled_step(&mut self, step: &LabelledStep<'_>, names: &GlobalNames) {
         for i in 0..self.consumers.len() {
             let r = self.consumers[i].labelled_step(step, names);
+            self.keep(r);
+        }
+    }
+
+    /// [`LabelConsumer::labelled_steps`] of every consumer.
+    pub fn labelled_steps(
+        &mut self,
+        steps: &[LabelledStep<'_>],
+        names: &GlobalNames,
+        pool: &rayon::ThreadPool,
+    ) {
+        for i in 0..self.consumers.len() {
+            let r = self.consumers[i].labelled_steps(steps, names, pool);
             self.keep(r);
         }
     }

@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use super::collect::{ProvenanceOptions, StepContext, StreamProvenance};
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext, RunEnd};
 use super::samples::ModelSampler;
@@ -18,6 +20,7 @@ use crate::events::Execution;
 use crate::provenance::hdf5file::FileAttr;
 use crate::provenance::records::{fixed, ModelDetectorRow, PerfRow, RunTagRow, StepRow};
 use crate::provenance::writer::ProvenanceWriter;
+use crate::util::disjoint::many_mut;
 use crate::util::utc::utc_iso8601;
 
 /// How the provenance file is written.
@@ -241,14 +244,43 @@ impl LabelConsumer for ProvenanceOutput {
         if let Some(sampler) = self.samples.as_mut() {
             sampler.offer_step(s, names);
         }
-        p.begin_step(&self.settings.records);
-        // The predictions are in execution order: walked alongside (a
-        // search per execution would cost more than the offer).
-        let mut predicted = s.predictions.iter().peekable();
-        for (k, (e, v)) in s.events.executions.iter().zip(s.verdicts).enumerate() {
-            let prediction = predicted.next_if(|p| p.0 as usize == k).map(|p| p.1);
-            p.offer(k, e, *v, prediction);
+        offer_step(p, s, &self.settings.records);
+        Ok(())
+    }
+
+    /// The metadata and samples of every stream in order, then each
+    /// stream's offers on the worker threads: a stream's provenance state
+    /// is its own.
+    fn labelled_steps(
+        &mut self,
+        steps: &[LabelledStep<'_>],
+        names: &GlobalNames,
+        pool: &rayon::ThreadPool,
+    ) -> anyhow::Result<()> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        let mut offered = Vec::with_capacity(steps.len());
+        for s in steps {
+            if let Some(p) = self.streams.get_mut(s.stream) {
+                p.observe_metadata(s.new_attributes, &mut w.metadata);
+                if let Some(sampler) = self.samples.as_mut() {
+                    sampler.offer_step(s, names);
+                }
+                offered.push(s);
+            }
         }
+        let indices: Vec<usize> = offered.iter().map(|s| s.stream).collect();
+        let records = &self.settings.records;
+        let jobs: Vec<_> = many_mut(&mut self.streams, &indices)
+            .into_iter()
+            .zip(offered)
+            .filter_map(|(p, s)| Some((p?, s)))
+            .collect();
+        pool.install(|| {
+            jobs.into_par_iter()
+                .for_each(|(p, s)| offer_step(p, s, records));
+        });
         Ok(())
     }
 
@@ -383,4 +415,17 @@ fn model_rows(models: &[ModelDocument]) -> (Vec<ModelDetectorRow>, Vec<u8>) {
         })
         .collect();
     (rows, text)
+}
+
+/// Offers every execution of a stream's labelled step to its provenance
+/// state (anomalies, normal samples, end-of-run candidates).
+fn offer_step(p: &mut StreamProvenance, s: &LabelledStep<'_>, records: &ProvenanceOptions) {
+    p.begin_step(records);
+    // The predictions are in execution order: walked alongside (a search
+    // per execution would cost more than the offer).
+    let mut predicted = s.predictions.iter().peekable();
+    for (k, (e, v)) in s.events.executions.iter().zip(s.verdicts).enumerate() {
+        let prediction = predicted.next_if(|p| p.0 as usize == k).map(|p| p.1);
+        p.offer(k, e, *v, prediction);
+    }
 }

@@ -77,6 +77,49 @@ struct PendingProfile {
     split: u32,
 }
 
+/// One stream's executions of a step for the profiles, gathered on a
+/// worker thread ([`ProfileShare::profile`]) and added to the rank's
+/// pending profile on the main thread ([`RunProfiles::absorb`]). The
+/// moments are exact, so the result is the same as profiling every
+/// execution on one thread.
+#[derive(Debug, Default)]
+pub struct ProfileShare {
+    touched: Touched<PendingProfile>,
+    split: Vec<(ExactMoments, ExactMoments)>,
+}
+
+impl ProfileShare {
+    /// Adds one execution of function `f`.
+    #[inline]
+    pub fn profile(&mut self, f: u32, inclusive: u64, exclusive: u64) {
+        add_execution(&mut self.touched, &mut self.split, f, inclusive, exclusive);
+    }
+}
+
+/// Adds one execution of function `f` to pending profiles. Leaf calls
+/// (inclusive == exclusive) cost one exact push, not two.
+#[inline]
+fn add_execution(
+    touched: &mut Touched<PendingProfile>,
+    split: &mut Vec<(ExactMoments, ExactMoments)>,
+    f: u32,
+    inclusive: u64,
+    exclusive: u64,
+) {
+    let e = touched.entry(f);
+    if inclusive == exclusive {
+        e.same.push(inclusive);
+    } else {
+        if e.split == 0 {
+            split.push(Default::default());
+            e.split = split.len() as u32;
+        }
+        let (inc, exc) = &mut split[e.split as usize - 1];
+        inc.push(inclusive);
+        exc.push(exclusive);
+    }
+}
+
 /// This rank's additions since the last agreement.
 #[derive(Debug, Default)]
 struct Pending {
@@ -129,18 +172,30 @@ impl RunProfiles {
     #[inline]
     pub fn profile(&mut self, f: u32, inclusive: u64, exclusive: u64) {
         let p = self.pending.get_mut();
-        let e = p.touched.entry(f);
-        if inclusive == exclusive {
-            e.same.push(inclusive);
-        } else {
-            if e.split == 0 {
-                p.split.push(Default::default());
-                e.split = p.split.len() as u32;
+        add_execution(&mut p.touched, &mut p.split, f, inclusive, exclusive);
+    }
+
+    /// Adds a stream's share (gathered on a worker thread) to this rank's
+    /// pending profile, as if each of its executions had been profiled
+    /// here, and empties the share for reuse.
+    pub fn absorb(&mut self, share: &mut ProfileShare) {
+        let p = self.pending.get_mut();
+        for (f, theirs) in share.touched.iter() {
+            let mine = p.touched.entry(f);
+            mine.same.merge(&theirs.same);
+            if theirs.split > 0 {
+                if mine.split == 0 {
+                    p.split.push(Default::default());
+                    mine.split = p.split.len() as u32;
+                }
+                let (inc, exc) = &share.split[theirs.split as usize - 1];
+                let (my_inc, my_exc) = &mut p.split[mine.split as usize - 1];
+                my_inc.merge(inc);
+                my_exc.merge(exc);
             }
-            let (inc, exc) = &mut p.split[e.split as usize - 1];
-            inc.push(inclusive);
-            exc.push(exclusive);
         }
+        share.touched.reset(|e| *e = PendingProfile::default());
+        share.split.clear();
     }
 
     /// Adds one value of counter `c`.

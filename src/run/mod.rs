@@ -25,6 +25,7 @@ mod pipeline;
 pub mod rules;
 mod stage;
 pub mod streams;
+pub mod threads;
 pub mod timings;
 
 use std::sync::Arc;

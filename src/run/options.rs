@@ -63,6 +63,9 @@ pub struct RunOptions {
     pub max_steps: Option<u64>,
     /// Read each stream's next step while the current one is analysed.
     pub prefetch: bool,
+    /// Worker threads of the AD rank's analysis (`None`: the CPUs in the
+    /// rank's affinity mask).
+    pub threads: Option<usize>,
 
     // --- detection ---
     /// The detector and its parameters.
@@ -158,6 +161,7 @@ impl Default for RunOptions {
             step_timeout: Duration::from_secs(300),
             max_steps: None,
             prefetch: false,
+            threads: None,
             detector: DetectorSettings::default(),
             use_inclusive: false,
             ignore_regex: None,

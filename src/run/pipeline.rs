@@ -77,6 +77,8 @@ pub(super) struct RunState<'a> {
 pub(super) struct RunSetup<'a> {
     /// The AD ranks' communicator.
     pub coll: &'a Collectives,
+    /// The rank's worker threads (`run::threads`).
+    pub pool: Arc<rayon::ThreadPool>,
     /// What the run was asked to do.
     pub opts: &'a RunOptions,
     /// All streams of the run, on all ranks.
@@ -253,8 +255,16 @@ impl<'a> Pipeline<'a> {
         detector.set_ranks(rank, size);
         let tags = run_tags(opts, all_specs.len(), size)?;
         refuse_impossible_flags(opts)?;
+        // An MPI without MPI_THREAD_FUNNELED gets no threads beside it.
+        let threads = if coll.threads_allowed() {
+            opts.threads
+        } else {
+            Some(1)
+        };
+        let pool = Arc::new(super::threads::worker_pool(threads)?);
+        detector.set_pool(Arc::clone(&pool));
         if rank == 0 && !opts.quiet {
-            announce(coll, opts, all_specs.len());
+            announce(coll, opts, all_specs.len(), pool.current_num_threads());
         }
         let mut streams: Vec<OwnedStream> = inputs::block_of(&all_specs, rank, size)
             .into_iter()
@@ -291,6 +301,7 @@ impl<'a> Pipeline<'a> {
         let live = push_live_and_summary(&mut outputs, rank, opts, truth)?;
         let setup = RunSetup {
             coll,
+            pool,
             opts,
             all_streams: all_specs.len(),
             start,
@@ -431,10 +442,10 @@ fn push_live_and_summary(
 }
 
 /// Rank 0's opening lines: the settings and what runs where.
-fn announce(coll: &Collectives, opts: &RunOptions, streams: usize) {
+fn announce(coll: &Collectives, opts: &RunOptions, streams: usize, threads: usize) {
     print_settings(&opts.settings);
     eprintln!(
-        "run: {streams} stream(s) on {} AD rank(s), engine {}, algorithm {}",
+        "run: {streams} stream(s) on {} AD rank(s) × {threads} thread(s), engine {}, algorithm {}",
         coll.size(),
         opts.inputs.engine,
         opts.detector.algorithm

@@ -77,6 +77,15 @@ pub struct OwnedStream {
     /// Indices in `out.executions` of this step's executions of modelled
     /// functions (noted by the build, predicted right after it).
     pub modelled: Vec<u32>,
+    /// This step's runtimes for the partial model, gathered on a worker
+    /// thread during the build (with detectors that take a stream's
+    /// share; see `detect::stream_partial`).
+    pub share: Option<crate::detect::stream_partial::StreamPartial>,
+    /// This step's executions for the run's profiles, gathered on a worker
+    /// thread during the build.
+    pub profile_share: crate::provenance::stats::ProfileShare,
+    /// The functions this step executed, gathered with `share`.
+    pub functions: crate::util::bits::MarkedSet,
     /// Whether each of `out.executions` has its final label.
     pub settled: Vec<bool>,
     /// Where the stream stands.
@@ -123,6 +132,9 @@ impl OwnedStream {
             verdicts: Vec::new(),
             predictions: Vec::new(),
             modelled: Vec::new(),
+            share: None,
+            profile_share: Default::default(),
+            functions: Default::default(),
             settled: Vec::new(),
             state: StreamState::Reading,
             steps: 0,

@@ -174,6 +174,14 @@ pub struct FineHist {
 }
 
 impl FineHist {
+    /// Adds the runtimes of `other` (exact: the same as pushing them).
+    pub fn merge(&mut self, other: &FineHist) {
+        self.moments.merge(&other.moments);
+        for (b, c) in other.counts.iter() {
+            self.counts.add(b, c);
+        }
+    }
+
     /// Adds one runtime.
     #[inline]
     pub fn push(&mut self, x: u64) {
@@ -372,6 +380,20 @@ impl FineModel {
         if (function as usize) < self.global.len() {
             self.partial.entry(function).push(value);
         }
+    }
+
+    /// Adds a stream's share of the step (see `detect::stream_partial`)
+    /// to this rank's partial, and empties the share for reuse.
+    pub fn absorb(&mut self, share: &mut Touched<FineHist>) {
+        for (f, h) in share.iter() {
+            if (f as usize) < self.global.len() {
+                self.partial.entry(f).merge(h);
+            }
+        }
+        share.reset(|h| {
+            h.moments = ExactMoments::default();
+            h.counts.clear();
+        });
     }
 
     /// The functions of the coming step's wire (see

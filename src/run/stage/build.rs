@@ -2,17 +2,21 @@
 //! stacks into completed executions (inclusive and exclusive time, messages,
 //! counters, GPU correlation; open calls carry over to the next step).
 //!
-//! Each execution goes into this step's partial model (and the run's
-//! profiles) the moment it completes, while it is in cache: a separate pass
-//! over a big step's executions would be a trip through memory. The stage
-//! ends with the counters' profiles and the partial model taken for the
-//! reduction.
+//! The streams are built in parallel on the rank's worker threads: a
+//! stream's call stacks, name map and output are its own. The executions
+//! then go into this step's partial model (and the run's profiles) on the
+//! main thread, stream by stream in stream order and each stream's in
+//! completion order, so the partial model is the same for any number of
+//! threads. The stage ends with the counters' profiles and the partial
+//! model taken for the reduction.
 //!
 //! With the model detector, an execution of a function that has a model is
 //! judged by its features, which live in the step's arenas: its prediction
 //! is made in a pass over the stream's executions right after its build
 //! (only those of modelled functions are touched), and its ratio is what
 //! goes into the partial model.
+
+use rayon::prelude::*;
 
 use crate::detect::Detector;
 use crate::events::features::{counter_features, fixed_features};
@@ -22,57 +26,74 @@ use crate::run::pipeline::{ModelState, Profiling};
 use crate::run::streams::OwnedStream;
 use crate::trace::step::TraceStep;
 
-/// Builds the executions of every stream that delivered step `step`, each
-/// fed to the partial model (and the profiles) as it completes; the
-/// streams' event issues go to `issues`. Returns the streams that
-/// delivered, in order.
+/// Builds the executions of every stream that delivered step `step` (in
+/// parallel on `pool`), then feeds them to the partial model (and the
+/// profiles) in order; the streams' event issues go to `issues`. Returns
+/// the streams that delivered, in order.
 pub(super) fn build(
-    opts: &RunOptions,
+    (opts, pool): (&RunOptions, &rayon::ThreadPool),
     step: u64,
     traces: Vec<(usize, TraceStep)>,
     streams: &mut [OwnedStream],
     (model, profiling, issues): (&mut ModelState, &mut Profiling, &mut EventIssues),
 ) -> Vec<usize> {
-    let mut active = Vec::with_capacity(traces.len());
     for s in streams.iter_mut() {
         s.out.clear();
     }
+    let mut work = delivering(streams, traces);
     let use_inclusive = opts.use_inclusive;
     let modelling = model.detector.predictor().is_some();
-    let ModelState {
-        filter,
-        detector,
-        touched,
-        modelled,
-        ..
-    } = model;
-    let (profiles, profiling_on) = (&mut profiling.profiles, profiling.on);
-    let is_modelled = |f: u32| modelling && modelled.get(f as usize).copied().unwrap_or(false);
-    for (i, trace) in traces {
-        let s = &mut streams[i];
-        s.modelled.clear();
-        // Executions come in the order of `out.executions`: counting them
-        // gives each one's index there.
-        let mut index = 0u32;
-        let noted = &mut s.modelled;
-        let mut on_complete = |e: &Execution| {
-            if !filter.is_ignored(e.function) {
-                if is_modelled(e.function) {
-                    noted.push(index);
-                } else {
-                    detector.observe(e.function, e.judged_runtime(use_inclusive));
+    // With a detector that takes a stream's share of the partial model,
+    // each worker feeds its stream's executions as they complete.
+    let sharing = !modelling && model.detector.stream_partial().is_some();
+    let profiling_on = profiling.on;
+    {
+        let (detector, filter) = (model.detector.as_ref(), &model.filter);
+        pool.install(|| {
+            work.par_iter_mut().for_each(|(_, s, trace)| {
+                let s = &mut **s;
+                if !sharing {
+                    s.calls
+                        .build_step_into(step, trace, &s.map, &mut s.out, &mut |_| {});
+                    return;
                 }
-                touched.mark(e.function);
+                let share = s.share.get_or_insert_with(|| {
+                    detector
+                        .stream_partial()
+                        .expect("the detector gives shares (checked above)")
+                });
+                let (functions, profile) = (&mut s.functions, &mut s.profile_share);
+                let mut on_complete = |e: &Execution| {
+                    if !filter.is_ignored(e.function) {
+                        share.observe(e.function, e.judged_runtime(use_inclusive));
+                        functions.mark(e.function);
+                    }
+                    if profiling_on {
+                        profile.profile(e.function, e.inclusive(), e.exclusive);
+                    }
+                };
+                s.calls
+                    .build_step_into(step, trace, &s.map, &mut s.out, &mut on_complete);
+            });
+        });
+    }
+    let mut active = Vec::with_capacity(work.len());
+    for (i, s, trace) in work {
+        if sharing {
+            if let Some(share) = &mut s.share {
+                model.detector.absorb(share);
             }
-            index += 1;
-            if profiling_on {
-                profiles.profile(e.function, e.inclusive(), e.exclusive);
+            for f in s.functions.take() {
+                model.touched.mark(f);
             }
-        };
-        s.calls
-            .build_step_into(step, &trace, &s.map, &mut s.out, &mut on_complete);
+            if profiling.on {
+                profiling.profiles.absorb(&mut s.profile_share);
+            }
+        } else {
+            feed(s, model, profiling, modelling, use_inclusive);
+        }
         if modelling {
-            predict_stream(s, step, detector.as_mut(), use_inclusive);
+            predict_stream(s, step, model.detector.as_mut(), use_inclusive);
         }
         if s.out.issues.has_problems() && !opts.quiet {
             eprintln!("warning: {}", s.out.issues.summary(&s.name(), step));
@@ -83,14 +104,67 @@ pub(super) fn build(
         s.keep_rows(trace);
         active.push(i);
     }
-    if profiling_on {
+    if profiling.on {
         for s in streams.iter() {
             for c in s.out.counters.iter().chain(&s.out.node_state) {
-                profiles.counter(c.counter, c.value);
+                profiling.profiles.counter(c.counter, c.value);
             }
         }
     }
     active
+}
+
+/// Each delivered step with its stream (`traces` is in stream order, as
+/// the read delivers it), the streams borrowed apart so that they can be
+/// built on different threads.
+fn delivering(
+    streams: &mut [OwnedStream],
+    traces: Vec<(usize, TraceStep)>,
+) -> Vec<(usize, &mut OwnedStream, TraceStep)> {
+    let mut traces = traces.into_iter().peekable();
+    let mut work = Vec::with_capacity(traces.len());
+    for (i, s) in streams.iter_mut().enumerate() {
+        if let Some((_, trace)) = traces.next_if(|(j, _)| *j == i) {
+            work.push((i, s, trace));
+        }
+    }
+    work
+}
+
+/// Feeds a built stream's executions, in the order they completed, to the
+/// partial model (or notes them for the model detector's predictions),
+/// marks their functions as touched and adds them to the profiles.
+fn feed(
+    s: &mut OwnedStream,
+    model: &mut ModelState,
+    profiling: &mut Profiling,
+    modelling: bool,
+    use_inclusive: bool,
+) {
+    let ModelState {
+        filter,
+        detector,
+        touched,
+        modelled,
+        ..
+    } = model;
+    let is_modelled = |f: u32| modelling && modelled.get(f as usize).copied().unwrap_or(false);
+    s.modelled.clear();
+    for (index, e) in s.out.executions.iter().enumerate() {
+        if !filter.is_ignored(e.function) {
+            if is_modelled(e.function) {
+                s.modelled.push(index as u32);
+            } else {
+                detector.observe(e.function, e.judged_runtime(use_inclusive));
+            }
+            touched.mark(e.function);
+        }
+        if profiling.on {
+            profiling
+                .profiles
+                .profile(e.function, e.inclusive(), e.exclusive);
+        }
+    }
 }
 
 /// The model detector's predictions for a stream's executions of modelled

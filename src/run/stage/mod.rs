@@ -67,7 +67,13 @@ impl Pipeline<'_> {
         let active = self.timed(Stage::Build, |p| {
             let st = &mut p.state;
             let into = (&mut st.model, &mut st.profiling, &mut st.issues);
-            build::build(st.run.opts, step, traces, &mut st.streams, into)
+            build::build(
+                (st.run.opts, &st.run.pool),
+                step,
+                traces,
+                &mut st.streams,
+                into,
+            )
         });
         let this = StepStreams {
             step,
@@ -80,7 +86,13 @@ impl Pipeline<'_> {
         let labelled = self.timed(Stage::Label, |p| {
             let st = &mut p.state;
             let judged = (&mut st.streams[..], &mut st.held, &st.model);
-            label::label(st.run.opts, this, judged, &st.names, &mut p.outputs)
+            label::label(
+                (st.run.opts, &st.run.pool),
+                this,
+                judged,
+                &st.names,
+                &mut p.outputs,
+            )
         });
         self.timed(Stage::Link, |p| {
             let st = &mut p.state;

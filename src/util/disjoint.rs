@@ -1,0 +1,47 @@
+//! Mutable borrows of several elements of one slice at once, so that work
+//! on distinct elements (a step's changed functions) can go to different
+//! threads.
+
+/// `&mut items[i]` for every `i` of `indices`, in the order of `indices`;
+/// `None` for an index out of range or repeated (its first occurrence gets
+/// the borrow).
+pub fn many_mut<'a, T>(items: &'a mut [T], indices: &[usize]) -> Vec<Option<&'a mut T>> {
+    let mut order: Vec<usize> = (0..indices.len()).collect();
+    order.sort_by_key(|&k| (indices[k], k));
+    let mut out: Vec<Option<&'a mut T>> = std::iter::repeat_with(|| None)
+        .take(indices.len())
+        .collect();
+    let mut rest = items;
+    let mut base = 0usize;
+    for k in order {
+        let i = indices[k];
+        if i < base || i - base >= rest.len() {
+            continue;
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(i - base);
+        let Some((item, tail)) = tail.split_first_mut() else {
+            break;
+        };
+        out[k] = Some(item);
+        rest = tail;
+        base = i + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::many_mut;
+
+    #[test]
+    fn borrows_each_index_once_in_the_given_order() {
+        let mut v = vec![10, 11, 12, 13, 14];
+        let got = many_mut(&mut v, &[3, 0, 9, 3, 4]);
+        let got: Vec<Option<i32>> = got.into_iter().map(|x| x.map(|r| *r)).collect();
+        assert_eq!(got, [Some(13), Some(10), None, None, Some(14)]);
+        for r in many_mut(&mut v, &[4, 1]).into_iter().flatten() {
+            *r += 100;
+        }
+        assert_eq!(v, [10, 111, 12, 13, 114]);
+    }
+}
