@@ -8,6 +8,7 @@
 APP_NAME="${APP_NAME:-my_app}"          # binary name: TAU names streams <prefix>-<APP_NAME>-<rank>.bp
 APP_RANKS="${APP_RANKS:-4}"             # application ranks (one stream each)
 AD_RANKS="${AD_RANKS:-1}"               # AD ranks (at most APP_RANKS); ~1 per 8-16 app ranks is typical
+AD_CORES="${AD_CORES:-2}"               # cores per AD rank: its worker threads (one per core it is bound to)
 TRACE_DIR="${TRACE_DIR:-$PWD/chimbuko-trace}"  # where TAU's streams (SST contact files or BP files) go
 ENGINE="${ENGINE:-SST}"                 # SST (in situ) or BP4/BP5 (files, read while written)
 # CHIMBUKO_BIN: the chimbuko-mpi binary. Default: chimbuko-mpi on PATH, else

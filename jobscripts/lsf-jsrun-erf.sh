@@ -8,7 +8,7 @@
 # the application. Submit with
 #   APP_RANKS=32 AD_RANKS=2 APP_NAME=my_app bsub jobscripts/lsf-jsrun-erf.sh ./my_app args...
 # Alternative without the MPMD constraint: two concurrent launches,
-#   jsrun -n "$AD_RANKS" -a1 -c1 "$CHIMBUKO_BIN" run &  jsrun -n "$APP_RANKS" ... ; wait
+#   jsrun -n "$AD_RANKS" -a1 -c"$AD_CORES" "$CHIMBUKO_BIN" run &  jsrun -n "$APP_RANKS" ... ; wait
 set -euo pipefail
 # >>> find chimbuko-env.sh (the same lines in every recipe; jobscripts/README.md):
 # $CHIMBUKO_JOBSCRIPTS if set; else this script's directory (a batch system runs
@@ -48,7 +48,8 @@ erf="$TRACE_DIR/app+chimbuko.erf"
   done
   # AD: on the last host, cores after the application's.
   for ((r = 0; r < AD_RANKS; r++)); do
-    echo "rank: $((APP_RANKS + r)): { host: $((1 + (APP_RANKS - 1) / 16)); cpu: {$((16 + r))} } : app 1"
+    first=$((16 + r * AD_CORES))
+    echo "rank: $((APP_RANKS + r)): { host: $((1 + (APP_RANKS - 1) / 16)); cpu: {$first-$((first + AD_CORES - 1))} } : app 1"
   done
 } >"$erf"
 jsrun --erf_input "$erf"

@@ -43,7 +43,9 @@ if [ -n "${APP_CMD:-}" ]; then
 fi
 read -r -a MPIRUN_FLAGS <<<"${MPIRUN_FLAGS:-}"   # e.g. --oversubscribe --bind-to none
 
+# AD_CORES worker threads per AD rank (one mapping serves both programs
+# of an MPMD launch, so the count is given, not taken from the binding).
 mpirun "${MPIRUN_FLAGS[@]}" \
   -np "$APP_RANKS" "${APP_LAUNCH[@]}" \
-  : -np "$AD_RANKS" "$CHIMBUKO_BIN" run
+  : -np "$AD_RANKS" -x CHIMBUKO_THREADS="$AD_CORES" "$CHIMBUKO_BIN" run
 echo "provenance: $CHIMBUKO_OUT  (chimbuko-mpi inspect $CHIMBUKO_OUT)"

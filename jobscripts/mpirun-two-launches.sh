@@ -39,7 +39,9 @@ fi
 read -r -a MPIRUN_FLAGS <<<"${MPIRUN_FLAGS:-}"
 
 # The AD starts first and waits (CHIMBUKO_OPEN_TIMEOUT) for the streams.
-mpirun "${MPIRUN_FLAGS[@]}" -np "$AD_RANKS" "$CHIMBUKO_BIN" run &
+# AD_CORES worker threads per AD rank; to bind each rank to that many
+# cores, add `--map-by slot:PE=$AD_CORES` to MPIRUN_FLAGS.
+mpirun "${MPIRUN_FLAGS[@]}" -np "$AD_RANKS" -x CHIMBUKO_THREADS="$AD_CORES" "$CHIMBUKO_BIN" run &
 ad=$!
 app_status=0
 mpirun "${MPIRUN_FLAGS[@]}" -np "$APP_RANKS" "${APP_LAUNCH[@]}" || app_status=$?

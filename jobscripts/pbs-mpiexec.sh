@@ -36,4 +36,4 @@ HERE="$(chimbuko_jobscripts)"
 read -r -a app_args <<<"${APP_ARGS:-}"
 
 mpiexec -n "$APP_RANKS" tau_exec -T mpi,pthread,adios2 -adios2_trace "./$APP_NAME" "${app_args[@]}" \
-  : -n "$AD_RANKS" "$CHIMBUKO_BIN" run
+  : -n "$AD_RANKS" -env CHIMBUKO_THREADS "$AD_CORES" "$CHIMBUKO_BIN" run

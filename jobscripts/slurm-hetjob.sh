@@ -36,4 +36,4 @@ HERE="$(chimbuko_jobscripts)"
 # <<< find chimbuko-env.sh
 
 srun --export=ALL --het-group=0 --ntasks="$APP_RANKS" tau_exec -T mpi,pthread,adios2 -adios2_trace "$@" \
-  : --het-group=1 --ntasks="$AD_RANKS" "$CHIMBUKO_BIN" run
+  : --het-group=1 --ntasks="$AD_RANKS" --cpus-per-task="$AD_CORES" "$CHIMBUKO_BIN" run

@@ -40,4 +40,7 @@ conf="$TRACE_DIR/multi-prog.conf"
   echo "$APP_RANKS-$((APP_RANKS + AD_RANKS - 1)) $CHIMBUKO_BIN run"
 } >"$conf"
 # --export=ALL passes the TAU_* and CHIMBUKO_* settings to every task.
+# One CPU per task for the application; the AD ranks' threads share
+# theirs (srun --multi-prog gives every task the same --cpus-per-task:
+# for AD_CORES cores per AD rank use slurm-hetjob.sh).
 srun --export=ALL --ntasks=$((APP_RANKS + AD_RANKS)) --multi-prog "$conf"

@@ -34,7 +34,7 @@ HERE="$(chimbuko_jobscripts)"
 . "$HERE/chimbuko-env.sh"
 # <<< find chimbuko-env.sh
 
-srun --export=ALL --nodes=1 --ntasks="$AD_RANKS" --exclusive "$CHIMBUKO_BIN" run &
+srun --export=ALL --nodes=1 --ntasks="$AD_RANKS" --cpus-per-task="$AD_CORES" --exclusive "$CHIMBUKO_BIN" run &
 ad=$!
 srun --export=ALL --nodes=$((SLURM_JOB_NUM_NODES - 1)) --ntasks="$APP_RANKS" --exclusive \
   tau_exec -T mpi,pthread,adios2 -adios2_trace "$@"

@@ -162,7 +162,7 @@ fn rooms_import_only_what_the_architecture_allows() {
                 "util",
             ],
         ),
-        ("model", vec!["util"]),
+        ("model", vec!["sys", "util"]),
         (
             "report",
             vec![

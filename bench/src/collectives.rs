@@ -21,10 +21,10 @@ use crate::sweep::Sweep;
 /// Steps of the collective-scaling scenarios: enough that the one-time
 /// agreement on names (first step) and the ranks' different start-up are a
 /// small part of the average per step.
-const COLLECTIVE_STEPS: usize = 40;
+pub(crate) const COLLECTIVE_STEPS: usize = 40;
 
 /// A scenario with `n` leaf functions under one loop.
-fn functions_scenario(n: usize) -> String {
+pub(crate) fn functions_scenario(n: usize) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,

@@ -145,9 +145,33 @@ impl Bench {
     }
 
     pub(crate) fn run(&self, np: usize, args: &[String]) -> anyhow::Result<Run> {
+        self.run_launched(self.mpirun(np), np, args)
+    }
+
+    /// [`Bench::run`] with `threads` worker threads per AD rank, each rank
+    /// bound to that many cores (`--map-by slot:PE=threads`).
+    pub(crate) fn run_threads(
+        &self,
+        np: usize,
+        threads: usize,
+        args: &[String],
+    ) -> anyhow::Result<Run> {
+        let mut c = Command::new("mpirun");
+        c.arg("--oversubscribe");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            c.arg("--allow-run-as-root");
+        }
+        c.args(["--map-by", &format!("slot:PE={threads}")]);
+        c.args(["-np", &np.to_string()]);
+        let mut args = args.to_vec();
+        args.extend(["--threads".to_string(), threads.to_string()]);
+        self.run_launched(c, np, &args)
+    }
+
+    fn run_launched(&self, mut c: Command, np: usize, args: &[String]) -> anyhow::Result<Run> {
         let sum = self.work.join("summary.json");
         let _ = std::fs::remove_file(&sum);
-        let mut c = self.mpirun(np);
         c.arg(&self.bin)
             .args(["run", "--quiet", "--summary-out"])
             .arg(&sum)

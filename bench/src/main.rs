@@ -27,6 +27,7 @@ mod reduction;
 mod report;
 mod ross;
 mod sweep;
+mod threads;
 mod throughput;
 
 use std::path::PathBuf;
@@ -58,7 +59,7 @@ struct Args {
     /// Small sizes; check the quality bars (for CI).
     #[arg(long)]
     quick: bool,
-    /// Only these sections (reader, throughput, latency, incidents, collectives,
+    /// Only these sections (reader, throughput, threads, latency, incidents, collectives,
     /// memory, manyfuncs, reduction, quality, ross, model, report);
     /// default all.
     #[arg(long)]
@@ -89,9 +90,10 @@ fn main() -> anyhow::Result<()> {
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 12] = [
+    let sections: [(&str, Section); 13] = [
         ("reader", reader),
         ("throughput", throughput),
+        ("threads", threads::threads),
         ("latency", latency),
         ("incidents", incidents::incidents),
         ("collectives", collectives),

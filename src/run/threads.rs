@@ -10,28 +10,12 @@
 //! function and the main thread combines them in a fixed order, so the
 //! results are the same for any number of threads.
 
-/// The CPUs this process may run on (its affinity mask, as `taskset`,
-/// Slurm's `--cpus-per-task` or mpirun's `--map-by ...:PE=N` set it); 1
-/// if the mask cannot be read.
-pub fn affinity_cpus() -> usize {
-    // SAFETY: `set` is a plain bit mask that sched_getaffinity fills;
-    // CPU_COUNT only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let n = libc::CPU_COUNT(&set);
-            if n > 0 {
-                return n as usize;
-            }
-        }
-    }
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
-
 /// The worker pool of an AD rank: `requested` threads, or one per CPU of
 /// the affinity mask.
 pub fn worker_pool(requested: Option<usize>) -> anyhow::Result<rayon::ThreadPool> {
-    let threads = requested.unwrap_or_else(affinity_cpus).max(1);
+    let threads = requested
+        .unwrap_or_else(crate::sys::affinity::affinity_cpus)
+        .max(1);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("chimbuko-worker-{i}"))
