@@ -12,6 +12,7 @@ use super::direction::{Directed, Direction};
 use super::hbos::{Hbos, HbosParams};
 use super::modal::{Modal, ModalParams};
 use super::model::ModelDetector;
+use super::size_classes::SizeClassed;
 use super::sstd::{Sstd, SstdParams};
 use super::Detector;
 
@@ -129,9 +130,16 @@ impl DetectorSettings {
     /// keeping only the anomalies on the side of `direction`.
     pub fn build(&self) -> anyhow::Result<Box<dyn Detector>> {
         let detector = self.build_two_sided()?;
-        Ok(match self.direction {
+        let detector = match self.direction {
             Direction::Both => detector,
             d => Box::new(Directed::new(detector, d)),
+        };
+        // Calls with messages are judged by their size class (the model
+        // detector judges by its performance models instead).
+        Ok(if detector.predictor().is_some() {
+            detector
+        } else {
+            Box::new(SizeClassed::new(detector))
         })
     }
 

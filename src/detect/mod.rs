@@ -38,6 +38,7 @@ pub mod hbos;
 pub mod modal;
 pub mod model;
 pub mod sharing;
+pub mod size_classes;
 pub mod sstd;
 pub mod stats;
 pub mod stream_partial;
@@ -361,6 +362,23 @@ pub trait Detector: Send + Sync {
     /// rank's partial model, as if each of its runtimes had been
     /// observed, and empties it for reuse.
     fn absorb(&mut self, _share: &mut stream_partial::StreamPartial) {}
+    /// The function id of `function`'s message-size class `class`, once
+    /// agreed (see [`size_classes`]); `None` without size classes.
+    fn size_key(&self, _function: u32, _class: u8) -> Option<u32> {
+        None
+    }
+    /// Size classes seen on this rank that [`Detector::size_key`] does not
+    /// know, to be agreed at the next step.
+    fn note_size_classes(&mut self, _classes: &[(u32, u8)]) {}
+    /// The size classes to agree on now (and forgets them).
+    fn take_new_size_classes(&mut self) -> Vec<(u32, u8)> {
+        Vec::new()
+    }
+    /// The agreed function id `key` of `function`'s size class `class`.
+    fn add_size_class(&mut self, _function: u32, _class: u8, _key: u32) {}
+    /// No size class will be agreed any more (the end of the run): calls
+    /// of classes without an id are judged with their function.
+    fn end_size_classes(&mut self) {}
     /// After [`Detector::merge_reduced`]: the wire of a further reduction
     /// round of this step, if the detector needs one (all ranks agree, as
     /// the answer depends only on reduced data).

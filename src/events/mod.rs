@@ -214,6 +214,9 @@ pub struct Execution {
     pub attach: AttachRange,
     /// Ran on a GPU virtual thread.
     pub is_gpu: bool,
+    /// The class of the bytes its messages moved (0: no message; see
+    /// `detect::size_classes`), set by the build.
+    pub size_class: u8,
 }
 
 /// `(step, idx)` of an execution of the same stream in 8 bytes (a step
@@ -324,6 +327,7 @@ impl Execution {
             n_children,
             attach,
             is_gpu,
+            size_class: 0,
         }
     }
 

@@ -101,6 +101,7 @@ pub fn record_json(p: &Provenance, c: usize, index: usize) -> Value {
         "outlier_severity": r.outlier_severity,
         "hostname": r.hostname.as_str(),
         "is_gpu_event": r.is_gpu_event != 0,
+        "size_class": r.size_class,
         "call_stack": call_stack_json(p, own_stack(slice(&d.call_stack, r.call_stack_start, r.call_stack_len))),
         "counter_events": counters,
         "gpu_location": gpu_location,

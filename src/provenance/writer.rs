@@ -15,6 +15,7 @@ use std::path::Path;
 use anyhow::bail;
 
 use crate::collectives::Collectives;
+use crate::detect::size_classes::sized;
 use crate::detect::{Detector, Label, ModelSnapshot};
 use crate::events::names::GlobalNames;
 use crate::util::bits::{bitset_of, set_bits};
@@ -54,6 +55,8 @@ struct StoredRecord {
     /// The value the detector judged (runtime, or ratio to the model's
     /// prediction in ppm).
     judged: u64,
+    /// The call's message-size class (`ExecRecord::size_class`).
+    size_class: u8,
     label: i8,
     score: f64,
 }
@@ -215,7 +218,10 @@ impl ProvenanceWriter {
         let candidates = std::mem::take(&mut self.candidates);
         let mut found = 0;
         for (k, r) in candidates.records.iter().enumerate() {
-            let v = detector.label(r.fid, judged_value(r, self.use_inclusive));
+            let v = detector.label(
+                sized(r.fid, r.size_class),
+                judged_value(r, self.use_inclusive),
+            );
             if v.label != Label::Anomaly {
                 continue;
             }
@@ -454,6 +460,7 @@ impl ProvenanceWriter {
                     exit: r.exit,
                     exclusive: r.runtime_exclusive,
                     judged: judged_value(r, self.use_inclusive),
+                    size_class: r.size_class,
                     label: r.label,
                     score: r.outlier_score,
                 });
@@ -491,7 +498,7 @@ impl ProvenanceWriter {
             .filter(|s| s.collection == 0 || final_labels)
             .filter_map(|s| {
                 let (label, score) = if final_labels {
-                    let v = detector.label(s.fid, s.judged);
+                    let v = detector.label(sized(s.fid, s.size_class), s.judged);
                     (v.label == Label::Anomaly, v.score)
                 } else {
                     (s.label == LABEL_ANOMALY, s.score)
@@ -746,7 +753,7 @@ impl ProvenanceWriter {
         let mut result = Ok(());
         let stored = std::mem::take(&mut self.stored);
         for (k, s) in stored.iter().enumerate() {
-            let v = detector.label(s.fid, s.judged);
+            let v = detector.label(sized(s.fid, s.size_class), s.judged);
             if s.collection == 0 && s.label == LABEL_ANOMALY && v.label != Label::Anomaly {
                 pruned += 1;
             }

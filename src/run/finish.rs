@@ -89,6 +89,9 @@ impl Pipeline<'_> {
             ..
         } = &mut self.state;
         let inclusive = run.opts.use_inclusive;
+        // No later agreement: calls of size classes never agreed are
+        // judged with their function's calls of every size.
+        model.detector.end_size_classes();
         let (late, pruned) =
             held.judge_at_end(totals.steps_done, |e, p| model.judge(inclusive, e, p));
         self.outputs.late_labels(&late, names);

@@ -18,6 +18,7 @@ use super::rules::{FunctionFilter, FunctionRules};
 use super::streams::OwnedStream;
 use super::timings::{Stage, Timings};
 use crate::collectives::Collectives;
+use crate::detect::size_classes::sized;
 use crate::detect::{Detector, Label, Prediction, Verdict};
 use crate::events::names::GlobalNames;
 use crate::events::{EventIssues, Execution};
@@ -230,7 +231,7 @@ impl ModelState {
             Some(p) => p.ratio_ppm,
             None => e.judged_runtime(use_inclusive),
         };
-        self.detector.label(e.function, value)
+        self.detector.label(sized(e.function, e.size_class), value)
     }
 }
 

@@ -84,6 +84,8 @@ pub struct OwnedStream {
     /// This step's executions for the run's profiles, gathered on a worker
     /// thread during the build.
     pub profile_share: crate::provenance::stats::ProfileShare,
+    /// Message-size classes this step's calls had that have no id yet.
+    pub unknown_classes: Vec<(u32, u8)>,
     /// The functions this step executed, gathered with `share`.
     pub functions: crate::util::bits::MarkedSet,
     /// Whether each of `out.executions` has its final label.
@@ -133,6 +135,7 @@ impl OwnedStream {
             predictions: Vec::new(),
             modelled: Vec::new(),
             share: None,
+            unknown_classes: Vec::new(),
             profile_share: Default::default(),
             functions: Default::default(),
             settled: Vec::new(),

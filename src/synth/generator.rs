@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::family::{Child, FamilyDraw};
-use super::law::{self, CallInputs};
+use super::law::{self, as_count, CallInputs};
 use super::local_names::LocalNames;
 use super::rng::Rng;
 use super::scenario::{CommKind, Partner, Scenario};
@@ -340,8 +340,8 @@ impl<'a> RankGenerator<'a> {
         let is_wrapper = self.threads[ti].stack.len() < self.c.wrappers.len();
         let nchildren = self.c.children[f].len() as u64;
         let inputs = law::draw_inputs(&self.sc.functions[f], &mut self.threads[ti].rng);
-        let (self_time, anomalous) = if is_wrapper {
-            (2 * (nchildren + 1), false)
+        let (self_time, anomalous, bytes) = if is_wrapper {
+            (2 * (nchildren + 1), false, inputs.bytes)
         } else {
             self.draw_self_time(ti, f, nchildren, inputs)
         };
@@ -362,7 +362,7 @@ impl<'a> RankGenerator<'a> {
                 ET_RECV
             };
             let ts = p.ts + (1 + k as u64).min(chunk.saturating_sub(1)).max(1);
-            let bytes = m.bytes.unwrap_or(inputs.bytes);
+            let bytes = m.bytes.unwrap_or(bytes);
             rows.comms
                 .push([0, rank, thread, et, m.tag, partner, bytes, ts]);
         }
@@ -382,14 +382,15 @@ impl<'a> RankGenerator<'a> {
     }
 
     /// Self time of a new execution of `f` with `inputs`, possibly an
-    /// injected anomaly.
+    /// injected anomaly, and the size of its messages (an anomaly's
+    /// `bytes_factor` scales the draw).
     fn draw_self_time(
         &mut self,
         ti: usize,
         f: usize,
         nchildren: u64,
         inputs: CallInputs,
-    ) -> (u64, bool) {
+    ) -> (u64, bool, u64) {
         let spec = &self.sc.functions[f];
         let t = &mut self.threads[ti];
         let mut x = match (&spec.runtime_law, &spec.runtime) {
@@ -412,6 +413,7 @@ impl<'a> RankGenerator<'a> {
             }
         }
         let mut anomalous = false;
+        let mut bytes = inputs.bytes;
         for a in &self.sc.anomalies {
             if a.function != spec.name
                 || a.ranks.as_ref().is_some_and(|r| !r.contains(&self.rank))
@@ -424,13 +426,14 @@ impl<'a> RankGenerator<'a> {
             }
             if t.rng.uniform() < a.rate {
                 x = x * a.factor + a.add_us;
+                bytes = as_count(bytes as f64 * a.bytes_factor);
                 anomalous |= !a.normal;
             }
         }
         // At least 2 µs per gap so that messages and counters fall strictly
         // inside the call and never share a timestamp with a child's ENTRY.
         let min = 2 * (nchildren + 1);
-        ((x.round().max(0.0) as u64).max(min), anomalous)
+        ((x.round().max(0.0) as u64).max(min), anomalous, bytes)
     }
 
     /// After an ENTRY: the next event is the first child's ENTRY or the EXIT.

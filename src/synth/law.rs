@@ -69,6 +69,7 @@ pub fn sample(law: &RuntimeLaw, inputs: CallInputs, rng: &mut Rng) -> f64 {
     match law.noise {
         Noise::Relative => p * (1.0 + law.noise_std * z),
         Noise::Absolute => p + law.noise_std * z,
+        Noise::Lognormal => p * (law.noise_std * z).exp(),
     }
 }
 
@@ -141,6 +142,10 @@ pub fn check_anomaly(a: &AnomalySpec, f: &FunctionSpec) -> anyhow::Result<()> {
     ensure!(
         a.bytes.is_none() || f.message_bytes.is_some(),
         "anomaly on {name:?}: `bytes` needs the function's `message_bytes`"
+    );
+    ensure!(
+        a.bytes_factor == 1.0 || f.message_bytes.is_some(),
+        "anomaly on {name:?}: `bytes_factor` needs the function's `message_bytes`"
     );
     ensure!(
         a.counter_value.is_none() || law_counter(f).is_some(),
@@ -232,6 +237,7 @@ runtime_law = { base = 5.0, per_byte = 0.01 }
             rate: 1.0,
             factor: 3.0,
             add_us: 0.0,
+            bytes_factor: 1.0,
             ranks: None,
             threads: None,
             steps: None,

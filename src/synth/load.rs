@@ -109,6 +109,10 @@ impl Scenario {
                 a.factor > 0.0 && a.add_us >= 0.0,
                 "anomaly factor must be > 0 and add_us >= 0"
             );
+            ensure!(
+                a.bytes_factor > 0.0 && a.bytes_factor.is_finite(),
+                "anomaly bytes_factor must be > 0"
+            );
             super::law::check_anomaly(a, &self.functions[names[a.function.as_str()]])?;
         }
         Ok(())

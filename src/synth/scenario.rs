@@ -252,6 +252,9 @@ pub enum Noise {
     Relative,
     /// `"absolute"`: the same spread in µs whatever the prediction.
     Absolute,
+    /// `"lognormal"`: the prediction times `exp(noise_std · z)`, a long
+    /// right tail (the jitter of short MPI calls).
+    Lognormal,
 }
 
 /// Injected anomalies: executions of `function` whose self time is scaled by
@@ -271,6 +274,11 @@ pub struct AnomalySpec {
     /// Microseconds added to the self time after scaling (≥ 0; default 0).
     #[serde(default)]
     pub add_us: f64,
+    /// Factor applied to the execution's message size (its
+    /// `message_bytes` draw; > 0, default 1): an oversized message, which
+    /// with `factor` also takes that much longer.
+    #[serde(default = "unit")]
+    pub bytes_factor: f64,
     /// Only these ranks (default: all).
     #[serde(default)]
     pub ranks: Option<Vec<u64>>,

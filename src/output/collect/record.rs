@@ -159,6 +159,7 @@ impl StreamProvenance {
             final_label: label_code(v.label),
             final_score: v.score,
             is_gpu_event: e.is_gpu as u8,
+            size_class: e.size_class,
             hostname: fixed(&self.hostname),
             parent_event_id: parent_str(e.program, e.parent()),
             depth: e.depth,

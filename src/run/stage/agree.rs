@@ -4,6 +4,7 @@
 //! every rank numbers functions and counters the same way whatever streams
 //! it reads.
 
+use crate::detect::size_classes::{class_name, parse_class_name};
 use crate::events::names::GlobalNames;
 use crate::run::pipeline::{ModelState, RunSetup};
 use crate::run::streams::OwnedStream;
@@ -24,6 +25,14 @@ pub(super) fn agree(
         let program = streams[*i].spec.program;
         names.unknown_names(program, &trace.new_attributes, found, &mut unknown);
     }
+    // The message-size classes this rank saw in the last step that have
+    // no id yet, as functions of their own (`detect::size_classes`).
+    for (f, class) in model.detector.take_new_size_classes() {
+        if (f as usize) < names.functions.len() {
+            let name = class_name(names.functions.name(f), class);
+            unknown.push((names.functions.program(f), name));
+        }
+    }
     // Duplicates (a name new to several streams) are dropped by the
     // agreement itself.
     let collisions = run.coll.name_hash_collisions();
@@ -40,6 +49,14 @@ pub(super) fn agree(
     }
     let counters_before = names.counters.len() as u32;
     let new_functions = names.extend(agreed);
+    for &key in &new_functions {
+        let program = names.functions.program(key);
+        if let Some((function, class)) = parse_class_name(names.functions.name(key)) {
+            if let Some(f) = names.functions.find(program, function) {
+                model.detector.add_size_class(f, class, key);
+            }
+        }
+    }
     // Names first: the model detector knows its functions by name, and
     // a threshold of the rules goes to the model that judges them.
     if let Some(models) = model.detector.predictor_mut() {

@@ -18,6 +18,7 @@
 
 use rayon::prelude::*;
 
+use crate::detect::size_classes::class_of_bytes;
 use crate::detect::Detector;
 use crate::events::features::{counter_features, fixed_features};
 use crate::events::{EventIssues, Execution};
@@ -74,6 +75,7 @@ pub(super) fn build(
                 };
                 s.calls
                     .build_step_into(step, trace, &s.map, &mut s.out, &mut on_complete);
+                classify_by_size(s, detector, filter, use_inclusive);
             });
         });
     }
@@ -83,6 +85,7 @@ pub(super) fn build(
             if let Some(share) = &mut s.share {
                 model.detector.absorb(share);
             }
+            model.detector.note_size_classes(&s.unknown_classes);
             for f in s.functions.take() {
                 model.touched.mark(f);
             }
@@ -112,6 +115,46 @@ pub(super) fn build(
         }
     }
     active
+}
+
+/// Sets the size class of the stream's executions that moved messages,
+/// and feeds each to its function's size class too, where that class has
+/// an id (the others are noted for the next agreement); see
+/// `detect::size_classes`.
+fn classify_by_size(
+    s: &mut OwnedStream,
+    detector: &dyn Detector,
+    filter: &crate::run::rules::FunctionFilter,
+    use_inclusive: bool,
+) {
+    s.unknown_classes.clear();
+    let out = &mut s.out;
+    for &k in &out.with_comms {
+        let Some(e) = out.executions.get_mut(k as usize) else {
+            continue;
+        };
+        let bytes: u64 = e
+            .attach
+            .comms
+            .of(&out.comms)
+            .iter()
+            .filter_map(|c| c.bytes)
+            .fold(0u64, u64::saturating_add);
+        e.size_class = class_of_bytes(bytes);
+        if e.size_class == 0 || filter.is_ignored(e.function) {
+            continue;
+        }
+        match (
+            detector.size_key(e.function, e.size_class),
+            s.share.as_mut(),
+        ) {
+            (Some(key), Some(share)) => {
+                share.observe(key, e.judged_runtime(use_inclusive));
+                s.functions.mark(key);
+            }
+            _ => s.unknown_classes.push((e.function, e.size_class)),
+        }
+    }
 }
 
 /// Each delivered step with its stream (`traces` is in stream order, as

@@ -6,6 +6,7 @@
 //! executions travel, so the exchange stays small.
 
 use super::StepStreams;
+use crate::detect::size_classes::sized;
 use crate::detect::{Detector, Label, Prediction};
 use crate::events::names::GlobalNames;
 use crate::events::Execution;
@@ -126,7 +127,7 @@ fn judged(
     let runtime = e.judged_runtime(inclusive);
     let expected = match prediction {
         Some(p) => p.predicted_us,
-        None => detector.expected(e.function, runtime),
+        None => detector.expected(sized(e.function, e.size_class), runtime),
     };
     let expected = if expected.is_finite() && expected > 0.0 {
         expected.round() as u64
