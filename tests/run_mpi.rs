@@ -225,6 +225,64 @@ fn quality_on_multimodal_scenario() {
 }
 
 #[test]
+fn quality_on_message_size_scenario() {
+    // Two modes set by message size, a jitter tail of the short one between
+    // them (normal), rare 50x payloads and slow headers in steps 0-1.
+    for (alg, s) in quality_per_algorithm("msgsizes") {
+        let (p, r) = precision_recall(&s);
+        assert!(s["truth"]["injected"].as_u64().unwrap() > 100);
+        match alg {
+            "modal" => assert!(p >= 0.9 && r == 1.0, "modal: precision {p} recall {r}"),
+            "sstd" => assert!(p >= 0.9 && r == 1.0, "sstd: precision {p} recall {r}"),
+            _ => assert!(s["truth"]["true_positives"].as_u64().unwrap() > 0, "{alg}"),
+        }
+        // The classes are functions of their own, agreed by the ranks.
+        let names: Vec<&str> = s["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["name"].as_str())
+            .collect();
+        for class in [
+            "MPI_Sendrecv [messages 16–63 B]",
+            "MPI_Sendrecv [messages 16777216–67108863 B]",
+        ] {
+            assert!(names.contains(&class), "{alg}: {class} not in {names:?}");
+        }
+    }
+}
+
+#[test]
+fn size_classes_do_not_depend_on_the_number_of_ad_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    synth(&data, Some("msgsizes.toml"), &["--steps", "5"]);
+    let mut outputs = Vec::new();
+    for np in [1usize, 2, 4] {
+        let labels = dir.path().join(format!("labels-{np}"));
+        let model = dir.path().join(format!("model-{np}.json"));
+        run_ok(
+            run_cmd(np)
+                .arg("--input")
+                .arg(data.join("tau-metrics-msgsizes-{rank}.bp"))
+                .arg("--labels-out")
+                .arg(&labels)
+                .arg("--model-out")
+                .arg(&model),
+        );
+        outputs.push((
+            sorted_labels(&labels),
+            std::fs::read_to_string(&model).unwrap(),
+        ));
+    }
+    assert!(outputs[0].1.contains("[messages 16–63 B]"));
+    for (np, (labels, model)) in [2, 4].iter().zip(&outputs[1..]) {
+        assert_eq!(labels, &outputs[0].0, "{np} AD ranks: labels");
+        assert_eq!(model, &outputs[0].1, "{np} AD ranks: model");
+    }
+}
+
+#[test]
 fn quality_on_bursty_scenario() {
     for (alg, s) in quality_per_algorithm("bursty") {
         let (p, r) = precision_recall(&s);
