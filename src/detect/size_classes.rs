@@ -11,15 +11,18 @@
 //! agreed by all ranks like any new name, a step after a rank first saw
 //! the class. A call is judged against its class's model once that class
 //! is usual for the function — at least [`MIN_CLASS_COUNT`] calls and
-//! [`MIN_CLASS_SHARE`] of the function's — and against the function's
-//! model (all sizes together) otherwise: a size that is itself rare is
-//! unusual input, and a rare call with a 50× payload that took 50× as long
-//! is the problem to flag, although its time is normal for its size.
+//! 1/[`MIN_CLASS_SHARE`] of the function's. A call of a rare class is
+//! judged against the usual class nearest in size: a size that is itself
+//! rare is unusual input, and a rare call with a 50× payload that took 50×
+//! as long is the problem to flag, although its time is normal for its
+//! size. A function without a usual class is judged as a whole.
 //!
 //! A call judged slow against its class's model is an anomaly only if the
 //! time it lost (its runtime less what its class's model expects) is at
 //! least [`MIN_LOST_SHARE`] of the function's mean time per call over all
-//! sizes. The short class of a function with a long one has a jitter tail
+//! sizes; a call of a rare class is an anomaly whenever it lost more than
+//! a whole mean call's time against the usual class it is compared with
+//! (the rare size is what is wrong, whatever the score says). The short class of a function with a long one has a jitter tail
 //! (message tracking adds tens of microseconds to an 8-byte exchange of a
 //! few) that its own narrow model calls slow, though such a call costs
 //! nothing next to the function's payload calls; a late partner that
@@ -105,6 +108,8 @@ pub struct SizeClassed {
     inner: Box<dyn Detector>,
     /// `(function, class)` → the class's function id, once agreed.
     keys: HashMap<(u32, u8), u32>,
+    /// By function: its agreed `(class, id)`s, in increasing class.
+    classes: HashMap<u32, Vec<(u8, u32)>>,
     /// Classes seen on this rank that have no id yet (for the next
     /// agreement).
     pending: BTreeSet<(u32, u8)>,
@@ -118,31 +123,36 @@ impl SizeClassed {
         SizeClassed {
             inner,
             keys: HashMap::new(),
+            classes: HashMap::new(),
             pending: BTreeSet::new(),
             ended: false,
         }
     }
 
     /// The function whose model judges a call of `id` ([`sized`]): its
-    /// size class once that class is usual for the function, else the
-    /// function (the same on every rank: the counts are global).
+    /// size class once that class is usual for the function; for a call
+    /// of a rare class, the usual class nearest in size (a 50× payload is
+    /// compared with the payloads); the function itself when it has no
+    /// usual class. The same on every rank: the counts are global.
     pub fn judging(&self, id: u32) -> u32 {
         let (function, class) = unsized_id(id);
         if class == 0 {
             return function;
         }
-        match self.keys.get(&(function, class)) {
-            Some(&key) => {
-                let n = self.inner.count(key);
-                let all = self.inner.count(function);
-                if n >= MIN_CLASS_COUNT && n * MIN_CLASS_SHARE >= all {
-                    key
-                } else {
-                    function
-                }
-            }
-            None => function,
-        }
+        let Some(classes) = self.classes.get(&function) else {
+            return function;
+        };
+        let all = self.inner.count(function);
+        let usual = |key: u32| {
+            let n = self.inner.count(key);
+            n >= MIN_CLASS_COUNT && n * MIN_CLASS_SHARE >= all
+        };
+        // Nearest in size, the larger class on a tie.
+        classes
+            .iter()
+            .filter(|&&(_, key)| usual(key))
+            .min_by_key(|&&(c, _)| (c.abs_diff(class), std::cmp::Reverse(c)))
+            .map_or(function, |&(_, key)| key)
     }
 }
 
@@ -202,7 +212,11 @@ impl Detector for SizeClassed {
             .collect()
     }
     fn add_size_class(&mut self, function: u32, class: u8, key: u32) {
-        self.keys.insert((function, class), key);
+        if self.keys.insert((function, class), key).is_none() {
+            let list = self.classes.entry(function).or_default();
+            list.push((class, key));
+            list.sort_unstable();
+        }
     }
     fn end_size_classes(&mut self) {
         self.ended = true;
@@ -222,20 +236,22 @@ impl Detector for SizeClassed {
         }
         let key = self.judging(id);
         let v = self.inner.label(key, value);
-        if key == function || v.label != Label::Anomaly || !self.inner.is_slow(key, value) {
+        if key == function || v.label == Label::Unlabeled || !self.inner.is_slow(key, value) {
             return v;
         }
-        // Slow for its size, but is the time it lost worth a look at the
-        // function's scale? See the module documentation.
+        // What the call lost against the class it is compared with, at
+        // the function's scale (see the module documentation).
         let lost = value as f64 - self.inner.expected(key, value);
         let per_call = self.inner.model_snapshot(function).mean;
-        if lost < MIN_LOST_SHARE * per_call {
-            Verdict {
-                label: Label::Normal,
-                score: v.score,
-            }
-        } else {
-            v
+        let rare = self.keys.get(&(function, class)) != Some(&key);
+        let label = match v.label {
+            Label::Anomaly if lost < MIN_LOST_SHARE * per_call => Label::Normal,
+            Label::Normal if rare && lost >= per_call => Label::Anomaly,
+            l => l,
+        };
+        Verdict {
+            label,
+            score: v.score,
         }
     }
     fn is_slow(&self, id: u32, value: u64) -> bool {
@@ -344,8 +360,10 @@ mod tests {
             assert_eq!(d.count(0), 802, "{algorithm}");
             assert_eq!(d.judging(sized(0, small)), 1);
             assert_eq!(d.judging(sized(0, large)), 2);
-            // Two calls of 802: judged with every size together.
-            assert_eq!(d.judging(sized(0, huge)), 0);
+            // Two calls of 802: judged against the nearest usual class.
+            assert_eq!(d.judging(sized(0, huge)), 2);
+            // A class never seen falls back to the nearest usual one too.
+            assert_eq!(d.judging(sized(0, small + 1)), 1);
             // An 8-byte exchange that took 2 ms is slow for 8 bytes, though
             // normal for the function as a whole.
             assert_eq!(

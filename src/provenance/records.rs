@@ -129,10 +129,11 @@ described_row! {
         /// 1 when the call ran on a GPU (a TAU virtual GPU thread), else 0.
         pub is_gpu_event: u8,
         /// Class of the bytes the call's messages moved: 0 without
-        /// messages, `k` for `4^(k−1)` to `4^k − 1` bytes. A call of a class
-        /// that is usual for its function (≥ 20 calls and ≥ 1/20 of the
-        /// function's) was judged against that class's model, the
-        /// `functions` row named `<function> [messages <low>–<high> B]`.
+        /// messages, `k` for `4^(k−1)` to `4^k − 1` bytes. A call was judged
+        /// against its class's model if the class is usual for its function
+        /// (≥ 20 calls and ≥ 1/20 of the function's), else against the
+        /// usual class nearest in size: the `functions` rows named
+        /// `<function> [messages <low>–<high> B]`.
         pub size_class: u8,
         /// Host of the application rank (TAU metadata `Hostname`), cut at 63 bytes.
         pub hostname: ShortStr,
