@@ -145,7 +145,10 @@ fn the_model_detector_finds_calls_slow_for_their_size() {
         "{}",
         doc["attributes"]
     );
-    // Modal, too, flags large calls that are normal for their size.
+    // Modal compares a call with calls of its message-size class, which
+    // removes most of the large calls normal for their size it used to
+    // flag (over 1000), but not the calls of rare sizes in between: a
+    // runtime law is the model detector's to judge.
     let (p, _, fp_modal, _) = run_scored(
         2,
         &data,
@@ -153,7 +156,7 @@ fn the_model_detector_finds_calls_slow_for_their_size() {
         &["--algorithm", "modal", "--no-provenance"],
     );
     assert!(
-        p < 0.5 && fp_modal > 1000,
+        p < 0.9 && fp_modal > 50,
         "modal: precision {p}, {fp_modal} false positives"
     );
 }

@@ -31,9 +31,10 @@
 //! The detector methods that judge take the function and class together as
 //! one id ([`sized`]); the [`SizeClassed`] wrapper turns it into the key to
 //! judge by. Everything else sees plain function ids. A call whose class
-//! has no id yet waits for the next step's agreement (it is held, like a
-//! call of a function without enough data); at the end of the run, such
-//! calls are judged with their function.
+//! has no id yet is judged as a call of a rare class when its function has
+//! a usual class, and otherwise waits for the next step's agreement (it is
+//! held, like a call of a function without enough data); at the end of the
+//! run, such calls are judged with their function.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -226,15 +227,22 @@ impl Detector for SizeClassed {
     }
     fn label(&self, id: u32, value: u64) -> Verdict {
         let (function, class) = unsized_id(id);
-        if class > 0 && !self.ended && !self.keys.contains_key(&(function, class)) {
-            // Its class is agreed at the next step: the call waits for it,
-            // as a call of a function without enough data does.
+        let key = self.judging(id);
+        if key == function
+            && class > 0
+            && !self.ended
+            && !self.keys.contains_key(&(function, class))
+        {
+            // No class of the function to compare with yet, and this one
+            // is agreed at the next step: the call waits for it, as a call
+            // of a function without enough data does. (A new class of a
+            // function that has a usual one is compared with that one at
+            // once, as a rare class.)
             return Verdict {
                 label: Label::Unlabeled,
                 score: 0.0,
             };
         }
-        let key = self.judging(id);
         let v = self.inner.label(key, value);
         if key == function || v.label == Label::Unlabeled || !self.inner.is_slow(key, value) {
             return v;

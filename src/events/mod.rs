@@ -22,11 +22,9 @@
 //!   its ENTRY row sits in the step's array, never on processing order, so
 //!   every rank, every rerun and every test names the same call the same way.
 //!
-//! The module is pure Rust and knows nothing about MPI or ADIOS2: the caller
-//! reads a [`TraceStep`](crate::trace::step::TraceStep) from any trace
-//! source, builds an [`IndexMap`]
-//! (local TAU indices → the globally agreed ones) and calls
-//! [`CallStackBuilder::build_step`] once per step.
+//! The module knows nothing about MPI or ADIOS2: the caller reads a
+//! [`TraceStep`](crate::trace::step::TraceStep), builds an [`IndexMap`]
+//! (local → global indices) and calls [`CallStackBuilder::build_step`].
 //!
 //! Attachments are not owned by the executions: each [`StepEvents`] keeps
 //! arenas ([`StepEvents::comms`], [`StepEvents::counters`],
@@ -34,10 +32,9 @@
 //! into them ([`AttachRange`]). Executions are therefore plain `Copy` data:
 //! a step of ~200k executions costs no allocation per execution once the
 //! buffers have grown, and clearing a step drops nothing element by element.
-//! Open calls do not allocate either: each thread keeps stacks of pending
-//! attachments, and a call's attachments are the tail of those stacks from
-//! where it was entered (attachments always go to the innermost open call
-//! and calls close last-in first-out), moved to the arenas when it closes.
+//! Open calls do not allocate either: a call's attachments are the tail of
+//! its thread's stacks of pending attachments from where it was entered
+//! (calls close last-in first-out), moved to the arenas when it closes.
 //!
 //! Layout: this file holds the data types of executions and steps;
 //! `callstack` the per-thread replay; `gpu` the GPU-thread metadata and
@@ -214,8 +211,7 @@ pub struct Execution {
     pub attach: AttachRange,
     /// Ran on a GPU virtual thread.
     pub is_gpu: bool,
-    /// The class of the bytes its messages moved (0: no message; see
-    /// `detect::size_classes`), set by the build.
+    /// Class of the bytes its messages moved (`detect::size_classes`).
     pub size_class: u8,
 }
 

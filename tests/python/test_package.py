@@ -231,7 +231,8 @@ def test_function_stats_one_row_per_function_with_the_records_counts(installed, 
     calls = dict(zip(fs["fid"].tolist(), fs["inclusive_count"].tolist()))
     assert stats["calls"].to_dict() == calls
     rate = stats["anomalies"].astype(float) / stats["calls"].astype(float)
-    assert np.allclose(stats["anomaly_rate"], rate)
+    # Message-size classes are functions without calls of their own: NaN.
+    assert np.allclose(stats["anomaly_rate"], rate, equal_nan=True)
     for fid in by_records:
         best = rec["final_score"][rec["fid"] == fid].max()
         assert abs(stats.loc[fid, "worst_score"] - best) <= 1e-3
