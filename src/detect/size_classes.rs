@@ -7,7 +7,7 @@
 //! (`Execution::size_class`: 0 without messages, `k` for `[4^(k−1), 4^k)`
 //! bytes). Every execution feeds its function's model as before; one with
 //! messages also feeds the model of its function's size class, a function
-//! of its own in the name table (`MPI_Sendrecv() [messages 4–16 B]`),
+//! of its own in the name table (`MPI_Sendrecv() [messages 16–63 B]`),
 //! agreed by all ranks like any new name, a step after a rank first saw
 //! the class. A call is judged against its class's model once that class
 //! is usual for the function — at least [`MIN_CLASS_COUNT`] calls and
@@ -22,11 +22,12 @@
 //! least [`MIN_LOST_SHARE`] of the function's mean time per call over all
 //! sizes; a call of a rare class is an anomaly whenever it lost more than
 //! a whole mean call's time against the usual class it is compared with
-//! (the rare size is what is wrong, whatever the score says). The short class of a function with a long one has a jitter tail
-//! (message tracking adds tens of microseconds to an 8-byte exchange of a
-//! few) that its own narrow model calls slow, though such a call costs
-//! nothing next to the function's payload calls; a late partner that
-//! holds an 8-byte exchange for milliseconds loses far more.
+//! (the rare size is what is wrong, whatever the score says). The short
+//! class of a function with a long one has a jitter tail (message tracking
+//! adds tens of microseconds to an 8-byte exchange of a few) that its own
+//! narrow model calls slow, though such a call costs nothing next to the
+//! function's payload calls; a late partner that holds an 8-byte exchange
+//! for milliseconds loses far more.
 //!
 //! The detector methods that judge take the function and class together as
 //! one id ([`sized`]); the [`SizeClassed`] wrapper turns it into the key to
