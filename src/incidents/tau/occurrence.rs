@@ -49,6 +49,11 @@ pub(super) struct Occurrence {
     pub(super) members: Vec<MemberRec>,
     /// The nodes of the root candidates, in member order.
     pub(super) candidates: Vec<Node>,
+    /// The earliest entry, latest exit and largest excess of the
+    /// candidates: a delay not [`close`] to this is close to none of them
+    /// (the gap to any candidate is at least the gap to their span), so
+    /// the search for an occurrence to join skips this one.
+    pub(super) reach: (u64, u64, u64),
     pub(super) last_step: u64,
 }
 

@@ -183,7 +183,8 @@ impl Tracker {
                 if n.program != program || n.id.rank != rank {
                     break;
                 }
-                let near = cluster.iter().any(|&c| {
+                // The latest member first: roots come in time order.
+                let near = cluster.iter().rev().any(|&c| {
                     let m = &self.window[c].node;
                     close(
                         (n.entry, n.exit, n.excess_us),
@@ -216,8 +217,11 @@ impl Tracker {
             .occurrences
             .iter()
             .filter(|(_, o)| o.program == program && o.rank == rank)
+            .filter(|(_, o)| spans.iter().any(|&a| close(a, o.reach)))
             .filter(|(_, o)| {
-                o.candidates.iter().any(|c| {
+                // The newest candidates first: a slowdown that goes on is
+                // close to its latest delays.
+                o.candidates.iter().rev().any(|c| {
                     spans
                         .iter()
                         .any(|&a| close(a, (c.entry, c.exit, c.excess_us)))
@@ -235,6 +239,7 @@ impl Tracker {
                     rank,
                     members: Vec::new(),
                     candidates: Vec::new(),
+                    reach: (u64::MAX, 0, 0),
                     last_step: step,
                 },
             );
@@ -243,6 +248,12 @@ impl Tracker {
         for &i in cluster {
             let node = self.window[i].node.clone();
             if let Some(o) = self.occurrences.get_mut(&occ) {
+                let r = &mut o.reach;
+                *r = (
+                    r.0.min(node.entry),
+                    r.1.max(node.exit),
+                    r.2.max(node.excess_us),
+                );
                 o.candidates.push(node);
             }
             self.join(i, occ, Role::Root, Link::None, None);
