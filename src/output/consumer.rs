@@ -230,14 +230,6 @@ impl Outputs {
         }
     }
 
-    /// [`LabelConsumer::labelled_step`] of every consumer.
-    pub fn labelled_step(&mut self, step: &LabelledStep<'_>, names: &GlobalNames) {
-        for i in 0..self.consumers.len() {
-            let r = self.consumers[i].labelled_step(step, names);
-            self.keep(r);
-        }
-    }
-
     /// [`LabelConsumer::labelled_steps`] of every consumer.
     pub fn labelled_steps(
         &mut self,
