@@ -27,6 +27,10 @@ pub(crate) struct Bench {
     /// The project's targets as measured: (what, target, measured, met).
     pub(crate) targets: Vec<[String; 4]>,
     pub(crate) root: PathBuf,
+    /// Thread counts of the scaling section (`--thread-counts`).
+    pub(crate) thread_counts: Vec<usize>,
+    /// Runs per measurement of the scaling section (`--repeats`).
+    pub(crate) repeats: Option<usize>,
 }
 
 /// One section of the report.
@@ -162,7 +166,13 @@ impl Bench {
         if unsafe { libc::geteuid() } == 0 {
             c.arg("--allow-run-as-root");
         }
-        c.args(["--map-by", &format!("slot:PE={threads}")]);
+        // Each rank bound to `threads` cores, unless the machine cannot
+        // bind (some containers): then `--threads` alone sets the count.
+        if std::env::var_os("CHIMBUKO_BENCH_NO_BINDING").is_some() {
+            c.args(["--bind-to", "none"]);
+        } else {
+            c.args(["--map-by", &format!("slot:PE={threads}")]);
+        }
         c.args(["-np", &np.to_string()]);
         let mut args = args.to_vec();
         args.extend(["--threads".to_string(), threads.to_string()]);

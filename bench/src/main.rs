@@ -26,6 +26,7 @@ mod reader;
 mod reduction;
 mod report;
 mod ross;
+mod scaling;
 mod sweep;
 mod threads;
 mod throughput;
@@ -60,10 +61,18 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (reader, throughput, threads, latency, incidents, collectives,
-    /// memory, manyfuncs, reduction, quality, ross, model, report);
-    /// default all.
+    /// memory, manyfuncs, reduction, quality, ross, model, report, scaling);
+    /// default all but scaling.
     #[arg(long)]
     only: Vec<String>,
+    /// Thread counts per AD rank of the scaling section (default: 1, 2,
+    /// 4, … up to the CPUs available).
+    #[arg(long, value_delimiter = ',')]
+    thread_counts: Vec<usize>,
+    /// Runs per measurement of the scaling section, the median kept
+    /// (default 3).
+    #[arg(long)]
+    repeats: Option<usize>,
 }
 fn main() -> anyhow::Result<()> {
     // The MPI probes the collective-scaling section runs under mpirun.
@@ -87,10 +96,13 @@ fn main() -> anyhow::Result<()> {
         missed: Vec::new(),
         targets: Vec::new(),
         root,
+        thread_counts: a.thread_counts.clone(),
+        repeats: a.repeats,
     };
-    let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
+    // The scaling section needs a machine with many cores: only on request.
+    let want = |s: &str| (a.only.is_empty() && s != "scaling") || a.only.iter().any(|o| o == s);
     let started = Instant::now();
-    let sections: [(&str, Section); 13] = [
+    let sections: [(&str, Section); 14] = [
         ("reader", reader),
         ("throughput", throughput),
         ("threads", threads::threads),
@@ -104,6 +116,7 @@ fn main() -> anyhow::Result<()> {
         ("ross", ross_section),
         ("model", model_section),
         ("report", report_section),
+        ("scaling", scaling::scaling),
     ];
     for (name, run) in sections {
         if want(name) {

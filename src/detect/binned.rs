@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::sharing::ModelSharing;
 use super::stats::fine::{
-    bucket_bounds, FineHist, FineModel, StepDelta, GROUP, ROUND1_OR_WORDS, SUB_BITS,
+    bucket_bounds, FineHist, FineModel, StepDelta, StepPart, GROUP, ROUND1_OR_WORDS, SUB_BITS,
 };
 use super::stream_partial::StreamPartial;
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
@@ -108,7 +108,8 @@ pub struct BinnedDetector<K: Kernel> {
     /// The step's changed functions dealt to this rank and what the step
     /// added to each (buffers kept from step to step).
     changed: Vec<usize>,
-    deltas: Vec<StepDelta>,
+    /// The step delta of the merge when it runs on the main thread.
+    delta: StepDelta,
 }
 
 impl<K: Kernel> BinnedDetector<K> {
@@ -125,7 +126,7 @@ impl<K: Kernel> BinnedDetector<K> {
             sharing: ModelSharing::default(),
             pool: None,
             changed: Vec::new(),
-            deltas: Vec::new(),
+            delta: StepDelta::default(),
         }
     }
 
@@ -186,7 +187,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
     }
 
     fn take_partial(&mut self) -> Wire {
-        self.fine.take_partial()
+        self.fine.take_partial(self.pool.as_deref())
     }
 
     fn set_ranks(&mut self, rank: usize, ranks: usize) {
@@ -219,48 +220,68 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             });
             return;
         }
-        // Which functions this rank derives (with sharing, those dealt to
-        // it), in the merge's order, with what the step added to each.
         let share = sharing.enabled() && kernel.shares_models();
-        let (labelled, need) = (&mut self.labelled, self.min_count.max(2));
-        let (changed, deltas) = (&mut self.changed, &mut self.deltas);
+        let pool = self.pool.as_deref().filter(|p| p.current_num_threads() > 1);
+        let Some(parts) = self.fine.merge_round(reduced, pool) else {
+            return;
+        };
+        // Which functions this rank derives (with sharing, those dealt to
+        // it), in the merge's order: dealt one after the other, as every
+        // rank deals them.
+        let changed = &mut self.changed;
         changed.clear();
-        let merged = self.fine.merge_reduced(reduced, |f, hist, step| {
-            if f < models.len() && (!share || sharing.deal(f as u32)) {
-                if deltas.len() == changed.len() {
-                    deltas.push(StepDelta::default());
+        let derives: Vec<bool> = parts
+            .iter()
+            .map(|p| {
+                let f = p.function;
+                let mine = p.has_data() && f < models.len() && (!share || sharing.deal(f as u32));
+                if mine {
+                    changed.push(f);
                 }
-                let d = &mut deltas[changed.len()];
-                d.moments = step.moments;
-                d.buckets.clear();
-                d.buckets.extend_from_slice(&step.buckets);
-                changed.push(f);
+                mine
+            })
+            .collect();
+        let functions: Vec<usize> = parts.iter().map(|p| p.function).collect();
+        let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
+        // Each function's merge and derivation touch only its own
+        // histogram and model, so they run on the worker threads (each
+        // with its own kernel's buffers) with the same result as one after
+        // the other.
+        let jobs = parts
+            .into_iter()
+            .zip(many_mut(models, &functions))
+            .zip(derives);
+        let work =
+            |k: &mut K,
+             d: &mut StepDelta,
+             ((mut part, model), mine): ((StepPart<'_>, Option<&mut K::Model>), bool)| {
+                let merged = part.merge(d);
+                if let (true, true, Some(model)) = (merged, mine, model) {
+                    let f = part.function;
+                    k.derive(model, part.hist, d, threshold_in(thresholds, f, default));
+                }
+            };
+        match pool {
+            Some(pool) if functions.len() > 1 => pool.install(|| {
+                jobs.collect::<Vec<_>>()
+                    .into_par_iter()
+                    .with_min_len(16)
+                    .for_each_init(
+                        || (kernel.clone(), StepDelta::default()),
+                        |(k, d), job| work(k, d, job),
+                    );
+            }),
+            _ => {
+                let d = &mut self.delta;
+                jobs.for_each(|job| work(kernel, d, job));
             }
-            if hist.count() >= need {
+        }
+        let (labelled, need) = (&mut self.labelled, self.min_count.max(2));
+        let global = &self.fine.global;
+        for &f in &functions {
+            if global.get(f).is_some_and(|h| h.count() >= need) {
                 bits::insert(labelled, f as u32);
             }
-        });
-        let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
-        let global = &self.fine.global;
-        // Each derivation is a pure function of its function's data, so
-        // they run on the worker threads (each with its own kernel's
-        // buffers) with the same result as one after the other.
-        let jobs: Vec<_> = many_mut(models, changed)
-            .into_iter()
-            .zip(changed.iter().zip(deltas.iter()))
-            .filter_map(|(model, (&f, d))| Some((model?, global.get(f)?, d, f)))
-            .collect();
-        let derive =
-            |k: &mut K, (model, hist, d, f): (&mut K::Model, &FineHist, &StepDelta, usize)| {
-                k.derive(model, hist, d, threshold_in(thresholds, f, default));
-            };
-        match &self.pool {
-            Some(pool) if pool.current_num_threads() > 1 && jobs.len() > 1 => pool.install(|| {
-                jobs.into_par_iter()
-                    .with_min_len(16)
-                    .for_each_init(|| kernel.clone(), derive);
-            }),
-            _ => jobs.into_iter().for_each(|job| derive(kernel, job)),
         }
         if share {
             for &f in changed.iter() {
@@ -268,7 +289,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
                 sharing.push_own(|out| kernel.encode(&models[f], count, out));
             }
         }
-        if merged && share {
+        if share {
             sharing.start();
         }
     }

@@ -26,9 +26,15 @@ use super::exact::Moments;
 use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
 use super::rebin::Piece;
 use crate::detect::Wire;
+use crate::util::disjoint::many_mut;
 use crate::util::slots::Touched;
+use rayon::prelude::*;
+use rayon::ThreadPool;
 
+mod step_parts;
 mod wire;
+use step_parts::in_chunks;
+pub use step_parts::StepPart;
 pub use wire::{lane_bits, push_lanes, read_lanes};
 
 /// log2 of the number of buckets per octave.
@@ -349,6 +355,17 @@ pub struct FineModel {
     active: Option<Vec<u32>>,
     /// The buffer of the step deltas handed out by `merge_reduced`.
     delta: StepDelta,
+    /// Round 1's layout of the round-2 wire being merged.
+    merged: MergedRound,
+}
+
+/// What round 1 agreed about the round-2 wire: its functions, in wire
+/// order, their heads and their group masks.
+#[derive(Debug, Clone, Default)]
+struct MergedRound {
+    functions: Vec<usize>,
+    heads: Vec<StepHead>,
+    masks: Vec<u64>,
 }
 
 /// How much of the round-2 payload a function caused so far.
@@ -402,50 +419,47 @@ impl FineModel {
         self.active = active.map(<[u32]>::to_vec);
     }
 
-    /// Round 1: per function the count (SUM), min/MIN, max/MAX, the group
-    /// mask and the power sums' limb widths (BOR). The partial power sums
-    /// and counts stay until round 2.
-    pub fn take_partial(&mut self) -> Wire {
-        let fs = crate::detect::wire_functions(&self.active, self.global.len());
-        let n = fs.len();
-        let nothing = FineHist::default();
-        let mut w = Wire {
-            sum: Vec::with_capacity(n),
-            min: Vec::with_capacity(n),
-            max: Vec::with_capacity(n),
-            or: vec![0; n * ROUND1_OR_WORDS],
-            gather: None,
-        };
-        for (k, &f) in fs.iter().enumerate() {
-            // A function of the wire that did not run here adds nothing.
-            let p = self.partial.get(f).unwrap_or(&nothing);
-            let empty = p.moments.n == 0;
-            w.sum.push(p.moments.n);
-            w.min.push(if empty { u64::MAX } else { p.moments.min });
-            w.max.push(if empty { 0 } else { p.moments.max });
-            let or = &mut w.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
-            p.counts.mark_groups(&mut or[..MASK_WORDS]);
-            or[MASK_WORDS] = wire::limb_widths(&p.moments);
-        }
-        self.round = Round::Idle;
-        w
-    }
-
     /// Merges a reduced round. After round 1 it prepares round 2 (see
     /// [`FineModel::next_round`]) and returns false; after round 2 it adds
     /// the step to the global histograms and returns true. Each function
     /// of the wire with data this step is handed to `on_step` as soon as
     /// its global histogram holds the step, with the step's delta: while
-    /// both are still in cache.
+    /// both are still in cache. (One function after the other; see
+    /// [`FineModel::merge_round`] for the merge in parallel.)
     pub fn merge_reduced(
         &mut self,
         reduced: &Wire,
-        on_step: impl FnMut(usize, &FineHist, &StepDelta),
+        mut on_step: impl FnMut(usize, &FineHist, &StepDelta),
     ) -> bool {
+        let mut d = std::mem::take(&mut self.delta);
+        let Some(parts) = self.merge_round(reduced, None) else {
+            self.delta = d;
+            return false;
+        };
+        for mut part in parts {
+            if part.merge(&mut d) {
+                on_step(part.function, part.hist, &d);
+            }
+        }
+        self.delta = d;
+        true
+    }
+
+    /// Merges a reduced round. After round 1 it prepares round 2 (see
+    /// [`FineModel::next_round`]), on `pool`'s threads if given, and
+    /// returns `None`. After round 2 it returns the step's merge cut into
+    /// one independent [`StepPart`] per function of the wire, in wire
+    /// order, for the caller to run on whatever threads it likes (each
+    /// part changes only its own function's histogram).
+    pub fn merge_round<'a>(
+        &'a mut self,
+        reduced: &'a Wire,
+        pool: Option<&ThreadPool>,
+    ) -> Option<Vec<StepPart<'a>>> {
         match std::mem::take(&mut self.round) {
             Round::Idle => {
-                self.start_counts_round(reduced);
-                false
+                self.start_counts_round(reduced, pool);
+                None
             }
             Round::Counts {
                 functions,
@@ -453,8 +467,12 @@ impl FineModel {
                 masks,
                 ..
             } => {
-                self.finish_step(reduced, &functions, &heads, &masks, on_step);
-                true
+                self.merged = MergedRound {
+                    functions,
+                    heads,
+                    masks,
+                };
+                Some(self.step_parts(reduced))
             }
         }
     }
@@ -467,7 +485,7 @@ impl FineModel {
         }
     }
 
-    fn start_counts_round(&mut self, reduced: &Wire) {
+    fn start_counts_round(&mut self, reduced: &Wire, pool: Option<&ThreadPool>) {
         let mut functions = crate::detect::wire_functions(&self.active, self.global.len());
         let n = functions
             .len()
@@ -476,26 +494,45 @@ impl FineModel {
             .min(reduced.sum.len())
             .min(reduced.or.len() / ROUND1_OR_WORDS);
         functions.truncate(n);
-        let mut heads = Vec::with_capacity(n);
-        let mut masks = Vec::with_capacity(n * MASK_WORDS);
-        let mut sum = Vec::new();
-        let nothing = FineHist::default();
-        for (k, &f) in functions.iter().enumerate() {
-            let or = &reduced.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
-            let head = StepHead {
-                n: reduced.sum[k],
-                min: reduced.min[k],
-                max: reduced.max[k],
-                widths: wire::widest_limbs(or[MASK_WORDS]),
-                lane_bits: wire::lane_bits(reduced.sum[k]),
-            };
-            let p = self.partial.get(f).unwrap_or(&nothing);
-            wire::push_sums(&p.moments, head.widths, &mut sum);
-            for g in set_bits(&or[..MASK_WORDS]) {
-                wire::push_group(&p.counts, g, head.lane_bits, &mut sum);
+        let partial = &self.partial;
+        let fs = &functions;
+        // Each chunk of functions: their heads and their round-2 words.
+        let mut chunks = in_chunks(pool, n, |range| {
+            let nothing = FineHist::default();
+            let mut heads = Vec::with_capacity(range.len());
+            let mut sum = Vec::new();
+            for k in range {
+                let or = &reduced.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
+                let head = StepHead {
+                    n: reduced.sum[k],
+                    min: reduced.min[k],
+                    max: reduced.max[k],
+                    widths: wire::widest_limbs(or[MASK_WORDS]),
+                    lane_bits: wire::lane_bits(reduced.sum[k]),
+                };
+                let p = partial.get(fs[k]).unwrap_or(&nothing);
+                wire::push_sums(&p.moments, head.widths, &mut sum);
+                for g in set_bits(&or[..MASK_WORDS]) {
+                    wire::push_group(&p.counts, g, head.lane_bits, &mut sum);
+                }
+                heads.push(head);
             }
-            heads.push(head);
-            masks.extend_from_slice(&or[..MASK_WORDS]);
+            (heads, sum)
+        });
+        let (heads, sum) = if chunks.len() == 1 {
+            chunks.pop().unwrap_or_default()
+        } else {
+            let mut heads = Vec::with_capacity(n);
+            let mut sum = Vec::with_capacity(chunks.iter().map(|c| c.1.len()).sum());
+            for (h, s) in chunks {
+                heads.extend(h);
+                sum.extend(s);
+            }
+            (heads, sum)
+        };
+        let mut masks = Vec::with_capacity(n * MASK_WORDS);
+        for k in 0..n {
+            masks.extend_from_slice(&reduced.or[k * ROUND1_OR_WORDS..][..MASK_WORDS]);
         }
         // The sums and counts are on the wire: the step's partials are spent.
         self.partial.reset(|h| {
@@ -511,51 +548,6 @@ impl FineModel {
                 ..Default::default()
             }),
         };
-    }
-
-    fn finish_step(
-        &mut self,
-        reduced: &Wire,
-        functions: &[usize],
-        heads: &[StepHead],
-        masks: &[u64],
-        mut on_step: impl FnMut(usize, &FineHist, &StepDelta),
-    ) {
-        // One delta, its bucket list reused from function to function.
-        let mut d = std::mem::take(&mut self.delta);
-        let mut pos = 0usize;
-        for (k, (&f, head)) in functions.iter().zip(heads).enumerate() {
-            let limbs = head.widths.iter().map(|&w| usize::from(w)).sum::<usize>();
-            let Some(words) = reduced.sum.get(pos..pos + limbs) else {
-                break;
-            };
-            pos += limbs;
-            d.moments = wire::read_sums(head.n, head.min, head.max, head.widths, words);
-            d.buckets.clear();
-            let per_group = wire::words_per_group(head.lane_bits);
-            for g in set_bits(&masks[k * MASK_WORDS..(k + 1) * MASK_WORDS]) {
-                let Some(words) = reduced.sum.get(pos..pos + per_group) else {
-                    break;
-                };
-                pos += per_group;
-                wire::read_group(words, g, head.lane_bits, &mut d.buckets);
-            }
-            if d.moments.n > 0 {
-                let t = &mut self.traffic[f];
-                t.steps += 1;
-                t.groups += masks[k * MASK_WORDS..(k + 1) * MASK_WORDS]
-                    .iter()
-                    .map(|w| u64::from(w.count_ones()))
-                    .sum::<u64>();
-                let h = &mut self.global[f];
-                h.moments.merge(&d.moments);
-                for &(b, c) in &d.buckets {
-                    h.counts.add(b, c);
-                }
-                on_step(f, h, &d);
-            }
-        }
-        self.delta = d;
     }
 }
 

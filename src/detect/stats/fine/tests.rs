@@ -49,7 +49,7 @@ fn step(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>]) {
             m.observe(f, v);
         }
     }
-    let w1: Vec<Wire> = ranks.iter_mut().map(|m| m.take_partial()).collect();
+    let w1: Vec<Wire> = ranks.iter_mut().map(|m| m.take_partial(None)).collect();
     let r1 = Wire::reduce_all(&w1);
     for m in ranks.iter_mut() {
         assert!(!m.merge_reduced(&r1, |_, _, _| {}));
@@ -182,5 +182,86 @@ fn a_group_holds_what_get_gives_for_its_buckets() {
             assert_eq!(got[0], 99);
             assert_eq!(got[1..], want[..], "group {g}");
         }
+    }
+}
+
+/// Both rounds of a step on a pool of threads, the parts merged there too.
+fn step_on_pool(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>], pool: &ThreadPool) {
+    for (m, d) in ranks.iter_mut().zip(data) {
+        for &(f, v) in d {
+            m.observe(f, v);
+        }
+    }
+    let w1: Vec<Wire> = ranks
+        .iter_mut()
+        .map(|m| m.take_partial(Some(pool)))
+        .collect();
+    let r1 = Wire::reduce_all(&w1);
+    for m in ranks.iter_mut() {
+        assert!(m.merge_round(&r1, Some(pool)).is_none());
+    }
+    let w2: Vec<Wire> = ranks.iter_mut().map(|m| m.next_round().unwrap()).collect();
+    let r2 = Wire::reduce_all(&w2);
+    for m in ranks.iter_mut() {
+        let parts = m.merge_round(&r2, Some(pool)).expect("round 2");
+        pool.install(|| {
+            parts
+                .into_par_iter()
+                .for_each_init(StepDelta::default, |d, mut p| {
+                    p.merge(d);
+                })
+        });
+    }
+}
+
+#[test]
+fn rounds_on_threads_equal_rounds_on_one() {
+    // More functions than one chunk of the parallel encoding, a few
+    // active only, sparse and with values spread over many groups.
+    let nf = 3 * step_parts::CHUNK as u32 + 17;
+    let data: Vec<(u32, u64)> = (0..20_000u64)
+        .map(|i| {
+            (
+                ((i * 2654435761) % u64::from(nf)) as u32,
+                (i * 7919) % 3_000_000 + 1,
+            )
+        })
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    for nranks in [1usize, 3] {
+        let mut serial: Vec<FineModel> = (0..nranks).map(|_| FineModel::default()).collect();
+        let mut threaded = serial.clone();
+        for m in serial.iter_mut().chain(threaded.iter_mut()) {
+            m.ensure_functions(nf as usize);
+        }
+        for (s, half) in data.chunks(7000).enumerate() {
+            let mut per_rank = vec![Vec::new(); nranks];
+            for (i, &x) in half.iter().enumerate() {
+                per_rank[(i + s) % nranks].push(x);
+            }
+            // Only the functions of this step on the wire in step 1.
+            let active: Vec<u32> = if s == 1 {
+                let mut a: Vec<u32> = half.iter().map(|x| x.0).collect();
+                a.sort_unstable();
+                a.dedup();
+                a
+            } else {
+                (0..nf).collect()
+            };
+            for m in serial.iter_mut().chain(threaded.iter_mut()) {
+                m.set_active(Some(&active));
+            }
+            step(&mut serial, &per_rank);
+            step_on_pool(&mut threaded, &per_rank, &pool);
+        }
+        for (a, b) in serial.iter().zip(&threaded) {
+            assert_eq!(a.global, b.global);
+            assert_eq!(a.traffic, b.traffic);
+        }
+        let filled = serial[0].global.iter().filter(|h| h.count() > 0).count();
+        assert!(filled > 700, "{filled} functions with data");
     }
 }
