@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::sharing::ModelSharing;
+use super::sharing::{push_framed, ModelSharing};
 use super::stats::fine::{
     bucket_bounds, FineHist, FineModel, StepDelta, StepPart, GROUP, ROUND1_OR_WORDS, SUB_BITS,
 };
@@ -21,6 +21,10 @@ use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 use crate::util::bits;
 use crate::util::disjoint::many_mut;
 use crate::util::hash::Fnv1a;
+
+/// Functions per unit of the parallel encoding of this rank's shared
+/// models.
+const ENCODE_CHUNK: usize = 256;
 
 /// The detector-specific part: how a labelling model is derived from the
 /// fine histogram, and how it scores a runtime.
@@ -162,6 +166,59 @@ impl<K: Kernel> BinnedDetector<K> {
         }
         self.kernel.derive(model, hist, step, threshold);
     }
+
+    /// The sharing round's merge: the models the other ranks derived,
+    /// decoded on the workers (each touches only its own function's
+    /// model).
+    fn decode_shared(&mut self, reduced: &Wire) {
+        let pool = self.pool.as_deref().filter(|p| p.current_num_threads() > 1);
+        let (kernel, models) = (&self.kernel, &mut self.models);
+        let received = self.sharing.take_received(reduced);
+        let functions: Vec<usize> = received.iter().map(|r| r.0 as usize).collect();
+        let global = &self.fine.global;
+        let decode = |((f, words), model): ((u32, &[u64]), Option<&mut K::Model>)| {
+            let count = global.get(f as usize).map_or(0, FineHist::count);
+            if let Some(model) = model {
+                kernel.decode(model, count, words);
+            }
+        };
+        let jobs = received.into_iter().zip(many_mut(models, &functions));
+        match pool {
+            Some(pool) if functions.len() > 1 => pool.install(|| {
+                jobs.collect::<Vec<_>>()
+                    .into_par_iter()
+                    .with_min_len(64)
+                    .for_each(decode)
+            }),
+            _ => jobs.for_each(decode),
+        }
+    }
+
+    /// Puts this rank's newly derived models (`changed`) on the sharing
+    /// round: encoded in chunks on the workers, joined in deal order.
+    fn share_own(&mut self) {
+        let pool = self.pool.as_deref().filter(|p| p.current_num_threads() > 1);
+        let (kernel, models, global) = (&self.kernel, &self.models, &self.fine.global);
+        let encode = |fs: &[usize]| {
+            let mut out = Vec::new();
+            for &f in fs {
+                let count = global.get(f).map_or(0, FineHist::count);
+                push_framed(&mut out, |out| kernel.encode(&models[f], count, out));
+            }
+            out
+        };
+        let changed = &self.changed;
+        let encoded: Vec<Vec<u64>> = match pool {
+            Some(pool) if changed.len() > ENCODE_CHUNK => {
+                pool.install(|| changed.par_chunks(ENCODE_CHUNK).map(encode).collect())
+            }
+            _ => vec![encode(changed)],
+        };
+        for framed in &encoded {
+            self.sharing.append_own(framed);
+        }
+        self.sharing.start();
+    }
 }
 
 impl<K: Kernel> Detector for BinnedDetector<K> {
@@ -210,18 +267,12 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
 
     fn merge_reduced(&mut self, reduced: &Wire) {
         let (kernel, models, sharing) = (&mut self.kernel, &mut self.models, &mut self.sharing);
+        let pool = self.pool.as_deref().filter(|p| p.current_num_threads() > 1);
         if sharing.awaiting() {
-            let global = &self.fine.global;
-            sharing.merge_reduced(reduced, |f, words| {
-                let count = global.get(f as usize).map_or(0, FineHist::count);
-                if let Some(model) = models.get_mut(f as usize) {
-                    kernel.decode(model, count, words);
-                }
-            });
+            self.decode_shared(reduced);
             return;
         }
         let share = sharing.enabled() && kernel.shares_models();
-        let pool = self.pool.as_deref().filter(|p| p.current_num_threads() > 1);
         let Some(parts) = self.fine.merge_round(reduced, pool) else {
             return;
         };
@@ -284,13 +335,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             }
         }
         if share {
-            for &f in changed.iter() {
-                let count = global.get(f).map_or(0, FineHist::count);
-                sharing.push_own(|out| kernel.encode(&models[f], count, out));
-            }
-        }
-        if share {
-            sharing.start();
+            self.share_own();
         }
     }
 

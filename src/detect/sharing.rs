@@ -79,10 +79,14 @@ impl ModelSharing {
 
     /// Encodes the model of the function just dealt to this rank.
     pub fn push_own(&mut self, encode: impl FnOnce(&mut Vec<u64>)) {
-        let at = self.words.len();
-        self.words.push(0);
-        encode(&mut self.words);
-        self.words[at] = (self.words.len() - at - 1) as u64;
+        push_framed(&mut self.words, encode);
+    }
+
+    /// Appends models of the functions dealt to this rank that were
+    /// encoded elsewhere (on worker threads) with [`push_framed`], in deal
+    /// order.
+    pub fn append_own(&mut self, framed: &[u64]) {
+        self.words.extend_from_slice(framed);
     }
 
     /// After the step's histograms are merged: the models' round, if any
@@ -109,25 +113,45 @@ impl ModelSharing {
     /// sharing is over. Words missing from a rank's part (which this
     /// program's ranks never send) decode as empty models.
     pub fn merge_reduced(&mut self, reduced: &Wire, mut decode: impl FnMut(u32, &[u64])) {
-        if !std::mem::take(&mut self.out) {
-            return;
+        for (f, words) in self.take_received(reduced) {
+            decode(f, words);
         }
-        let none = Gathered::default();
-        let gathered = reduced.gather.as_deref().unwrap_or(&none);
+    }
+
+    /// [`ModelSharing::merge_reduced`] as a list: each changed function
+    /// this rank did not derive with its model's words (other ranks' in
+    /// rank order), for the caller to decode on whatever threads it likes.
+    pub fn take_received<'a>(&mut self, reduced: &'a Wire) -> Vec<(u32, &'a [u64])> {
+        let mut received = Vec::new();
+        if !std::mem::take(&mut self.out) {
+            return received;
+        }
+        const NONE: &[u64] = &[];
+        let parts = reduced.gather.as_deref();
         for r in (0..self.ranks).filter(|&r| r != self.rank) {
-            let part = gathered.part(r);
+            let part = parts.map_or(NONE, |g| g.part(r));
             let mut at = 0;
             for &f in self.changed.iter().skip(r).step_by(self.ranks) {
                 let len = part.get(at).map_or(0, |&l| l as usize);
                 let start = (at + 1).min(part.len());
                 let end = start.saturating_add(len).min(part.len());
-                decode(f, &part[start..end]);
+                received.push((f, &part[start..end]));
                 at = end;
             }
         }
         self.changed.clear();
         self.words.clear();
+        received
     }
+}
+
+/// Appends one model to `out` as the sharing round carries it: its
+/// length, then the words `encode` writes.
+pub fn push_framed(out: &mut Vec<u64>, encode: impl FnOnce(&mut Vec<u64>)) {
+    let at = out.len();
+    out.push(0);
+    encode(out);
+    out[at] = (out.len() - at - 1) as u64;
 }
 
 #[cfg(test)]
