@@ -6,6 +6,7 @@
 //! (everything from a file's first `#[cfg(test)]` line on) are exempt from
 //! the import rules.
 
+mod common;
 #[path = "architecture/shape.rs"]
 mod shape;
 
@@ -14,20 +15,10 @@ use std::path::{Path, PathBuf};
 
 /// Every `.rs` file under `dir`, recursively.
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    common::files_in(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect()
 }
 
 fn src() -> PathBuf {

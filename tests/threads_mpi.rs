@@ -18,20 +18,14 @@ const ALGORITHMS: [&str; 4] = ["sstd", "hbos", "copod", "modal"];
 /// Every file under `dir` (relative path → bytes), but `metadata.json`
 /// (the command line and the run's times).
 fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().unwrap() != "metadata.json" {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
+    common::files_in(dir)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap() != "metadata.json")
+        .map(|p| {
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            (rel, std::fs::read(&p).unwrap())
+        })
+        .collect()
 }
 
 /// What a run leaves: sorted label lines, the model file, the export.

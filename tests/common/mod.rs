@@ -179,3 +179,21 @@ pub fn invariant_records(p: &chimbuko_mpi::provenance::read::Provenance, c: usiz
     v.sort();
     v
 }
+
+/// Every file under `dir`, recursively, in path order.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
