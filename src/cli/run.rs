@@ -216,10 +216,10 @@ pub struct RunArgs {
     pub tags: Vec<(String, String)>,
     /// Read each stream's next step while the current one is analysed.
     /// Pays off when the AD rank has cores to spare for its streams'
-    /// threads (not on a 2-core machine); holds one more step of rows per
-    /// stream in memory.
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub prefetch: bool,
+    /// threads; holds one more step of rows per stream in memory.
+    /// Default: on when the rank has 4 or more worker threads.
+    #[arg(long, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub prefetch: Option<bool>,
     /// Worker threads per AD rank for building call stacks, labelling and
     /// deriving models (MPI stays on the main thread). Default: the CPUs
     /// in the rank's affinity mask, so the job script's binding decides

@@ -49,6 +49,12 @@ pub struct Setting {
     pub source: Source,
 }
 
+/// Worker threads from which an AD rank reads its streams' next step
+/// while analysing this one, unless `--prefetch` says otherwise: with
+/// fewer, the reading takes cores the analysis needs (measured on 2 and 16
+/// cores, `docs/benchmarks.md`).
+pub const PREFETCH_FROM_THREADS: usize = 4;
+
 /// Every option of `chimbuko-mpi run` (the flags of the same names; see
 /// the README for what each does).
 #[derive(Debug, Clone)]
@@ -61,8 +67,10 @@ pub struct RunOptions {
     pub step_timeout: Duration,
     /// Stop after this many steps.
     pub max_steps: Option<u64>,
-    /// Read each stream's next step while the current one is analysed.
-    pub prefetch: bool,
+    /// Read each stream's next step while the current one is analysed
+    /// (`None`: when the rank has [`PREFETCH_FROM_THREADS`] or more worker
+    /// threads).
+    pub prefetch: Option<bool>,
     /// Worker threads of the AD rank's analysis (`None`: the CPUs in the
     /// rank's affinity mask).
     pub threads: Option<usize>,
@@ -160,7 +168,7 @@ impl Default for RunOptions {
             },
             step_timeout: Duration::from_secs(300),
             max_steps: None,
-            prefetch: false,
+            prefetch: None,
             threads: None,
             detector: DetectorSettings::default(),
             use_inclusive: false,

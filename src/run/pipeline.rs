@@ -90,6 +90,9 @@ pub(super) struct RunSetup<'a> {
     pub provenance: Option<std::path::PathBuf>,
     /// Collective calls before the first step.
     pub calls_before: u64,
+    /// Whether streams read their next step while this one is analysed
+    /// (`--prefetch`, or by the worker threads).
+    pub prefetch: bool,
 }
 
 /// The global model and what decides how executions feed it: agree adds
@@ -264,8 +267,12 @@ impl<'a> Pipeline<'a> {
         };
         let pool = Arc::new(super::threads::worker_pool(threads)?);
         detector.set_pool(Arc::clone(&pool));
+        let threads = pool.current_num_threads();
+        let prefetch = opts
+            .prefetch
+            .unwrap_or(threads >= super::options::PREFETCH_FROM_THREADS);
         if rank == 0 && !opts.quiet {
-            announce(coll, opts, all_specs.len(), pool.current_num_threads());
+            announce(coll, opts, all_specs.len(), (threads, prefetch));
         }
         let mut streams: Vec<OwnedStream> = inputs::block_of(&all_specs, rank, size)
             .into_iter()
@@ -308,6 +315,7 @@ impl<'a> Pipeline<'a> {
             start,
             provenance,
             calls_before: coll.calls_made(),
+            prefetch,
         };
         let mut state = RunState::new(setup, streams, filter, detector);
         state.profiling.on = state.run.provenance.is_some() || live;
@@ -443,10 +451,20 @@ fn push_live_and_summary(
 }
 
 /// Rank 0's opening lines: the settings and what runs where.
-fn announce(coll: &Collectives, opts: &RunOptions, streams: usize, threads: usize) {
+fn announce(
+    coll: &Collectives,
+    opts: &RunOptions,
+    streams: usize,
+    (threads, prefetch): (usize, bool),
+) {
     print_settings(&opts.settings);
+    let ahead = if prefetch {
+        ", reading a step ahead"
+    } else {
+        ""
+    };
     eprintln!(
-        "run: {streams} stream(s) on {} AD rank(s) × {threads} thread(s), engine {}, algorithm {}",
+        "run: {streams} stream(s) on {} AD rank(s) × {threads} thread(s){ahead}, engine {}, algorithm {}",
         coll.size(),
         opts.inputs.engine,
         opts.detector.algorithm

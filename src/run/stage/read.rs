@@ -39,7 +39,7 @@ pub(super) fn read(
             if let Some(trace) = s.wait_step(run.opts, step) {
                 delivered.rows += trace.row_count();
                 delivered.traces.push((i, trace));
-                if run.opts.prefetch {
+                if run.prefetch {
                     // The stream's thread reads the next step while this
                     // one is analysed.
                     s.request_step();
