@@ -18,7 +18,8 @@
 //! predicts). An execution on the other side keeps its score but is
 //! labelled normal.
 
-use super::{Detector, Label, ModelSnapshot, Predictor, Verdict, Wire};
+use super::forward::forward_to_inner;
+use super::{Detector, Label, Verdict};
 
 /// Which executions may be anomalies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +87,8 @@ impl Directed {
 }
 
 impl Detector for Directed {
+    forward_to_inner!(plumbing);
+    forward_to_inner!(model);
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -94,33 +97,6 @@ impl Detector for Directed {
     }
     fn observe(&mut self, function: u32, value: u64) {
         self.inner.observe(function, value);
-    }
-    fn set_active(&mut self, active: Option<&[u32]>) {
-        self.inner.set_active(active);
-    }
-    fn take_partial(&mut self) -> Wire {
-        self.inner.take_partial()
-    }
-    fn merge_reduced(&mut self, reduced: &Wire) {
-        self.inner.merge_reduced(reduced);
-    }
-    fn next_round(&mut self) -> Option<Wire> {
-        self.inner.next_round()
-    }
-    fn set_ranks(&mut self, rank: usize, ranks: usize) {
-        self.inner.set_ranks(rank, ranks);
-    }
-    fn set_pool(&mut self, pool: std::sync::Arc<rayon::ThreadPool>) {
-        self.inner.set_pool(pool);
-    }
-    fn stream_partial(&self) -> Option<super::stream_partial::StreamPartial> {
-        self.inner.stream_partial()
-    }
-    fn absorb(&mut self, share: &mut super::stream_partial::StreamPartial) {
-        self.inner.absorb(share);
-    }
-    fn set_function_threshold(&mut self, function: u32, value: f64) {
-        self.inner.set_function_threshold(function, value);
     }
     fn label(&self, function: u32, value: u64) -> Verdict {
         let v = self.inner.label(function, value);
@@ -139,12 +115,6 @@ impl Detector for Directed {
     fn expected(&self, function: u32, value: u64) -> f64 {
         self.inner.expected(function, value)
     }
-    fn predictor(&self) -> Option<&dyn Predictor> {
-        self.inner.predictor()
-    }
-    fn predictor_mut(&mut self) -> Option<&mut dyn Predictor> {
-        self.inner.predictor_mut()
-    }
     fn model_json(&self, function: u32) -> serde_json::Value {
         let mut j = self.inner.model_json(function);
         if let Some(o) = j.as_object_mut() {
@@ -152,25 +122,13 @@ impl Detector for Directed {
         }
         j
     }
-    fn model_snapshot(&self, function: u32) -> ModelSnapshot {
-        self.inner.model_snapshot(function)
-    }
-    fn hist_len(&self, function: u32) -> usize {
-        self.inner.hist_len(function)
-    }
-    fn count(&self, function: u32) -> u64 {
-        self.inner.count(function)
-    }
-    fn digest(&self) -> u64 {
-        self.inner.digest()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::detect::choice::{Algorithm, DetectorSettings};
-    use crate::detect::reduce_step;
+    use crate::detect::{reduce_step, Wire};
 
     /// A detector of `algorithm` in `direction` whose function 0 holds
     /// 200 runtimes around 1000 µs (and, for modal, a second mode at 3000).

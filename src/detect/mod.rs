@@ -34,6 +34,7 @@ pub mod binned;
 pub mod choice;
 pub mod copod;
 pub mod direction;
+mod forward;
 pub mod hbos;
 pub mod modal;
 pub mod model;

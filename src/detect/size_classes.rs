@@ -37,10 +37,10 @@
 //! held, like a call of a function without enough data); at the end of the
 //! run, such calls are judged with their function.
 
+use super::forward::forward_to_inner;
 use std::collections::{BTreeSet, HashMap};
 
-use super::stream_partial::StreamPartial;
-use super::{Detector, Label, ModelSnapshot, Predictor, Verdict, Wire};
+use super::{Detector, Label, Verdict};
 
 /// Bits of a function id below the size class in a [`sized`] id.
 pub const CLASS_SHIFT: u32 = 26;
@@ -159,6 +159,8 @@ impl SizeClassed {
 }
 
 impl Detector for SizeClassed {
+    forward_to_inner!(plumbing);
+    forward_to_inner!(model);
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -176,30 +178,6 @@ impl Detector for SizeClassed {
                 }
             }
         }
-    }
-    fn set_active(&mut self, active: Option<&[u32]>) {
-        self.inner.set_active(active);
-    }
-    fn take_partial(&mut self) -> Wire {
-        self.inner.take_partial()
-    }
-    fn merge_reduced(&mut self, reduced: &Wire) {
-        self.inner.merge_reduced(reduced);
-    }
-    fn next_round(&mut self) -> Option<Wire> {
-        self.inner.next_round()
-    }
-    fn set_ranks(&mut self, rank: usize, ranks: usize) {
-        self.inner.set_ranks(rank, ranks);
-    }
-    fn set_pool(&mut self, pool: std::sync::Arc<rayon::ThreadPool>) {
-        self.inner.set_pool(pool);
-    }
-    fn stream_partial(&self) -> Option<StreamPartial> {
-        self.inner.stream_partial()
-    }
-    fn absorb(&mut self, share: &mut StreamPartial) {
-        self.inner.absorb(share);
     }
     fn size_key(&self, function: u32, class: u8) -> Option<u32> {
         self.keys.get(&(function, class)).copied()
@@ -222,9 +200,6 @@ impl Detector for SizeClassed {
     }
     fn end_size_classes(&mut self) {
         self.ended = true;
-    }
-    fn set_function_threshold(&mut self, function: u32, value: f64) {
-        self.inner.set_function_threshold(function, value);
     }
     fn label(&self, id: u32, value: u64) -> Verdict {
         let (function, class) = unsized_id(id);
@@ -269,26 +244,8 @@ impl Detector for SizeClassed {
     fn expected(&self, id: u32, value: u64) -> f64 {
         self.inner.expected(self.judging(id), value)
     }
-    fn predictor(&self) -> Option<&dyn Predictor> {
-        self.inner.predictor()
-    }
-    fn predictor_mut(&mut self) -> Option<&mut dyn Predictor> {
-        self.inner.predictor_mut()
-    }
     fn model_json(&self, function: u32) -> serde_json::Value {
         self.inner.model_json(function)
-    }
-    fn model_snapshot(&self, function: u32) -> ModelSnapshot {
-        self.inner.model_snapshot(function)
-    }
-    fn hist_len(&self, function: u32) -> usize {
-        self.inner.hist_len(function)
-    }
-    fn count(&self, function: u32) -> u64 {
-        self.inner.count(function)
-    }
-    fn digest(&self) -> u64 {
-        self.inner.digest()
     }
 }
 
@@ -296,7 +253,7 @@ impl Detector for SizeClassed {
 mod tests {
     use super::*;
     use crate::detect::choice::{Algorithm, DetectorSettings};
-    use crate::detect::reduce_step;
+    use crate::detect::{reduce_step, Wire};
 
     #[test]
     fn classes_are_powers_of_four_and_names_round_trip() {
