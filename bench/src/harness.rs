@@ -7,7 +7,7 @@
 //! step) and the machine and date of the report's header.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -247,6 +247,22 @@ pub(crate) fn timing(s: &Value, phase: &str) -> f64 {
         .as_array()
         .and_then(|a| a.iter().find(|t| t[0] == phase))
         .map_or(0.0, |t| num(&t[1]))
+}
+
+/// The arguments of a run of `alg` on `input`, writing the provenance
+/// file `out` (overwritten).
+pub(crate) fn large_args(input: &str, alg: &str, out: &Path) -> Vec<String> {
+    [
+        "--input",
+        input,
+        "--algorithm",
+        alg,
+        "--out",
+        &out.display().to_string(),
+        "--overwrite",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 pub(crate) const ALGORITHMS: [&str; 4] = ["modal", "sstd", "hbos", "copod"];

@@ -5,8 +5,9 @@
 //! same thread counts. Not part of the default run on a 2-core machine
 //! (the `threads` section measures 1 and 2 threads there).
 
-use crate::collectives::{functions_scenario, COLLECTIVE_STEPS};
-use crate::harness::{f, num, timing, Bench, Run, ALGORITHMS};
+use crate::collectives::COLLECTIVE_STEPS;
+use crate::harness::{f, large_args, num, timing, Bench, Run, ALGORITHMS};
+use crate::threads::{inputs, median_run, update_args, update_ms};
 
 /// The thread counts to measure: `--thread-counts`, or the powers of two
 /// up to the CPUs this process may use.
@@ -20,46 +21,11 @@ fn thread_counts(b: &Bench) -> Vec<usize> {
         .collect()
 }
 
-/// The median of `repeats` runs on `ranks` AD ranks × `threads` by `key`.
-fn median(
-    b: &Bench,
-    repeats: usize,
-    ranks: usize,
-    threads: usize,
-    args: &[String],
-    key: impl Fn(&Run) -> f64,
-) -> anyhow::Result<(Run, f64, f64)> {
-    let mut runs = Vec::new();
-    for _ in 0..repeats {
-        runs.push(b.run_threads(ranks, threads, args)?);
-    }
-    runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    let (lo, hi) = (key(&runs[0]), key(&runs[runs.len() - 1]));
-    Ok((runs.swap_remove(runs.len() / 2), lo, hi))
-}
-
-/// Model update plus collectives per step, in ms.
-fn update_ms(r: &Run) -> f64 {
-    let steps = num(&r.summary["steps"]).max(1.0);
-    ["agree", "reduce", "status"]
-        .iter()
-        .map(|p| timing(&r.summary, p))
-        .sum::<f64>()
-        / steps
-        * 1e3
-}
-
 /// Section: thread scaling on a many-core machine.
 pub(crate) fn scaling(b: &mut Bench) -> anyhow::Result<()> {
     let repeats = b.repeats.unwrap_or(if b.quick { 1 } else { 3 }).max(1);
     let counts = thread_counts(b);
-    let input = b.large_input()?;
-    let n = if b.quick { 1000 } else { 10000 };
-    let many = b.synth_text(&format!("functions-{n}"), &functions_scenario(n))?;
-    let many = many
-        .join(format!("tau-metrics-fn{n}-{{rank}}.bp"))
-        .display()
-        .to_string();
+    let (input, many, n) = inputs(b)?;
     let out = b.work.join("scaling.h5");
     let mut rows = Vec::new();
     let mut update_rows = Vec::new();
@@ -74,30 +40,14 @@ pub(crate) fn scaling(b: &mut Bench) -> anyhow::Result<()> {
     }
     for alg in ALGORITHMS {
         for &(ranks, threads) in &layouts {
-            let args = [
-                "--input".to_string(),
-                input.clone(),
-                "--algorithm".into(),
-                alg.into(),
-                "--out".into(),
-                out.display().to_string(),
-                "--overwrite".into(),
-            ];
+            let args = large_args(&input, alg, &out);
             let seconds = |r: &Run| num(&r.summary["seconds"]);
-            let (r, fastest, slowest) = median(b, repeats, ranks, threads, &args, seconds)?;
+            let (r, fastest, slowest) = median_run(b, repeats, (ranks, threads), &args, seconds)?;
             let s = &r.summary;
             let events = 2.0 * num(&s["executions"]);
             let rate = events / num(&s["seconds"]) / 1e6;
-            let update_args = [
-                "--input".to_string(),
-                many.clone(),
-                "--no-provenance".into(),
-                "--algorithm".into(),
-                alg.into(),
-                "--max-steps".into(),
-                COLLECTIVE_STEPS.to_string(),
-            ];
-            let (u, lo, hi) = median(b, repeats, ranks, threads, &update_args, update_ms)?;
+            let update_args = update_args(&many, alg);
+            let (u, lo, hi) = median_run(b, repeats, (ranks, threads), &update_args, update_ms)?;
             let ms = update_ms(&u);
             if ranks == 1 && threads == 1 {
                 one.push((alg, rate, ms));

@@ -5,31 +5,33 @@
 //! three runs (one with `--quick`).
 
 use crate::collectives::{functions_scenario, COLLECTIVE_STEPS};
-use crate::harness::{f, num, timing, Bench, Run, ALGORITHMS};
+use crate::harness::{f, large_args, num, timing, Bench, Run, ALGORITHMS};
 
 /// Threads per AD rank measured here (this machine has 2 cores).
 const THREADS: [usize; 2] = [1, 2];
 
-/// The median run of `repeats` by `key`, with the smallest and largest key.
-fn median_run(
+/// The median run of `repeats` on `ranks` AD ranks × `threads` by `key`,
+/// with the smallest and largest key.
+pub(crate) fn median_run(
     b: &Bench,
     repeats: usize,
-    threads: usize,
+    (ranks, threads): (usize, usize),
     args: &[String],
     key: impl Fn(&Run) -> f64,
 ) -> anyhow::Result<(Run, f64, f64)> {
     let mut runs = Vec::new();
     for _ in 0..repeats {
-        runs.push(b.run_threads(1, threads, args)?);
+        runs.push(b.run_threads(ranks, threads, args)?);
     }
     runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
     let (lo, hi) = (key(&runs[0]), key(&runs[runs.len() - 1]));
     Ok((runs.swap_remove(runs.len() / 2), lo, hi))
 }
 
-/// Section: threads inside an AD rank.
-pub(crate) fn threads(b: &mut Bench) -> anyhow::Result<()> {
-    let repeats = if b.quick { 1 } else { 3 };
+/// The inputs of the thread measurements: `large.toml`'s streams, the
+/// many-functions scenario's (10^4 functions all active, 10^3 with
+/// `--quick`) and that number of functions.
+pub(crate) fn inputs(b: &Bench) -> anyhow::Result<(String, String, usize)> {
     let input = b.large_input()?;
     let n = if b.quick { 1000 } else { 10000 };
     let many = b.synth_text(&format!("functions-{n}"), &functions_scenario(n))?;
@@ -37,6 +39,42 @@ pub(crate) fn threads(b: &mut Bench) -> anyhow::Result<()> {
         .join(format!("tau-metrics-fn{n}-{{rank}}.bp"))
         .display()
         .to_string();
+    Ok((input, many, n))
+}
+
+/// The arguments of a model-update run of `alg` on the many-functions
+/// scenario `many` (no provenance file, the collective-scaling steps).
+pub(crate) fn update_args(many: &str, alg: &str) -> Vec<String> {
+    let steps = COLLECTIVE_STEPS.to_string();
+    [
+        "--input",
+        many,
+        "--no-provenance",
+        "--algorithm",
+        alg,
+        "--max-steps",
+        &steps,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Model update plus collectives (agree + reduce + status) per step, in
+/// ms.
+pub(crate) fn update_ms(r: &Run) -> f64 {
+    let steps = num(&r.summary["steps"]).max(1.0);
+    ["agree", "reduce", "status"]
+        .iter()
+        .map(|p| timing(&r.summary, p))
+        .sum::<f64>()
+        / steps
+        * 1e3
+}
+
+/// Section: threads inside an AD rank.
+pub(crate) fn threads(b: &mut Bench) -> anyhow::Result<()> {
+    let repeats = if b.quick { 1 } else { 3 };
+    let (input, many, n) = inputs(b)?;
     let out = b.work.join("threads.h5");
     let mut rows = Vec::new();
     let mut update_rows = Vec::new();
@@ -44,17 +82,9 @@ pub(crate) fn threads(b: &mut Bench) -> anyhow::Result<()> {
     let mut got: Vec<(&str, usize, f64, f64, f64)> = Vec::new();
     for alg in ALGORITHMS {
         for threads in THREADS {
-            let args = [
-                "--input".to_string(),
-                input.clone(),
-                "--algorithm".into(),
-                alg.into(),
-                "--out".into(),
-                out.display().to_string(),
-                "--overwrite".into(),
-            ];
+            let args = large_args(&input, alg, &out);
             let seconds = |r: &Run| num(&r.summary["seconds"]);
-            let (r, fastest, slowest) = median_run(b, repeats, threads, &args, seconds)?;
+            let (r, fastest, slowest) = median_run(b, repeats, (1, threads), &args, seconds)?;
             let s = &r.summary;
             let events = 2.0 * num(&s["executions"]);
             let rate = events / num(&s["seconds"]) / 1e6;
@@ -75,26 +105,9 @@ pub(crate) fn threads(b: &mut Bench) -> anyhow::Result<()> {
                 f(num(&s["peak_rss_mb"]), 0),
                 f(r.wall, 2),
             ]);
-            let update_args = [
-                "--input".to_string(),
-                many.clone(),
-                "--no-provenance".into(),
-                "--algorithm".into(),
-                alg.into(),
-                "--max-steps".into(),
-                COLLECTIVE_STEPS.to_string(),
-            ];
-            let update = |r: &Run| {
-                let steps = num(&r.summary["steps"]).max(1.0);
-                ["agree", "reduce", "status"]
-                    .iter()
-                    .map(|p| timing(&r.summary, p))
-                    .sum::<f64>()
-                    / steps
-                    * 1e3
-            };
-            let (u, lo, hi) = median_run(b, repeats, threads, &update_args, update)?;
-            let ms = update(&u);
+            let update_args = update_args(&many, alg);
+            let (u, lo, hi) = median_run(b, repeats, (1, threads), &update_args, update_ms)?;
+            let ms = update_ms(&u);
             update_rows.push(vec![
                 alg.to_string(),
                 threads.to_string(),

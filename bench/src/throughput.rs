@@ -7,7 +7,7 @@
 //! files of the modal runs serve the latency and reduction sections. The SSTD
 //! and slowest-detector rates are recorded against the project's targets.
 
-use crate::harness::{f, num, strings, Bench, ALGORITHMS};
+use crate::harness::{f, large_args, num, strings, Bench, ALGORITHMS};
 use crate::plot;
 
 /// Section 1: Function events per second per AD rank, end to end, per detector.
@@ -24,18 +24,7 @@ pub(crate) fn throughput(b: &mut Bench) -> anyhow::Result<()> {
             let repeats = if b.quick { 1 } else { 3 };
             let mut runs = Vec::new();
             for _ in 0..repeats {
-                runs.push(b.run(
-                    np,
-                    &[
-                        "--input".into(),
-                        input.clone(),
-                        "--algorithm".into(),
-                        alg.into(),
-                        "--out".into(),
-                        out.display().to_string(),
-                        "--overwrite".into(),
-                    ],
-                )?);
+                runs.push(b.run(np, &large_args(&input, alg, &out))?);
             }
             runs.sort_by(|a, b| num(&a.summary["seconds"]).total_cmp(&num(&b.summary["seconds"])));
             let (fastest, slowest) = (
