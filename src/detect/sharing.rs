@@ -108,19 +108,11 @@ impl ModelSharing {
         self.pending.take()
     }
 
-    /// Merges the gathered models: `decode` receives each changed function
-    /// this rank did not derive with its model's words; then the step's
+    /// Merges the gathered models: each changed function this rank did not
+    /// derive with its model's words (other ranks' in rank order), for the
+    /// caller to decode on whatever threads it likes; then the step's
     /// sharing is over. Words missing from a rank's part (which this
     /// program's ranks never send) decode as empty models.
-    pub fn merge_reduced(&mut self, reduced: &Wire, mut decode: impl FnMut(u32, &[u64])) {
-        for (f, words) in self.take_received(reduced) {
-            decode(f, words);
-        }
-    }
-
-    /// [`ModelSharing::merge_reduced`] as a list: each changed function
-    /// this rank did not derive with its model's words (other ranks' in
-    /// rank order), for the caller to decode on whatever threads it likes.
     pub fn take_received<'a>(&mut self, reduced: &'a Wire) -> Vec<(u32, &'a [u64])> {
         let mut received = Vec::new();
         if !std::mem::take(&mut self.out) {
@@ -189,7 +181,8 @@ mod tests {
         let reduced = Wire::reduce_all(&wires);
         for (r, s) in ranks.iter_mut().enumerate() {
             assert!(s.awaiting());
-            s.merge_reduced(&reduced, |f, w| got[r].push((f, w.to_vec())));
+            let received = s.take_received(&reduced);
+            got[r].extend(received.into_iter().map(|(f, w)| (f, w.to_vec())));
         }
         for (r, s) in ranks.iter_mut().enumerate() {
             assert!(!s.awaiting() && s.next_round().is_none());
@@ -224,8 +217,11 @@ mod tests {
             ..Default::default()
         };
         let reduced = Wire::reduce_all(&[mine, other]);
-        let mut got = Vec::new();
-        s.merge_reduced(&reduced, |f, w| got.push((f, w.to_vec())));
+        let got: Vec<(u32, Vec<u64>)> = s
+            .take_received(&reduced)
+            .into_iter()
+            .map(|(f, w)| (f, w.to_vec()))
+            .collect();
         assert_eq!(got, vec![(1, vec![7]), (3, vec![])]);
         assert!(!s.awaiting());
     }

@@ -353,8 +353,6 @@ pub struct FineModel {
     pub traffic: Vec<Traffic>,
     /// The functions of this step's wire (`Detector::set_active`).
     active: Option<Vec<u32>>,
-    /// The buffer of the step deltas handed out by `merge_reduced`.
-    delta: StepDelta,
     /// Round 1's layout of the round-2 wire being merged.
     merged: MergedRound,
 }
@@ -417,32 +415,6 @@ impl FineModel {
     /// `Detector::set_active`); `None`: all of them.
     pub fn set_active(&mut self, active: Option<&[u32]>) {
         self.active = active.map(<[u32]>::to_vec);
-    }
-
-    /// Merges a reduced round. After round 1 it prepares round 2 (see
-    /// [`FineModel::next_round`]) and returns false; after round 2 it adds
-    /// the step to the global histograms and returns true. Each function
-    /// of the wire with data this step is handed to `on_step` as soon as
-    /// its global histogram holds the step, with the step's delta: while
-    /// both are still in cache. (One function after the other; see
-    /// [`FineModel::merge_round`] for the merge in parallel.)
-    pub fn merge_reduced(
-        &mut self,
-        reduced: &Wire,
-        mut on_step: impl FnMut(usize, &FineHist, &StepDelta),
-    ) -> bool {
-        let mut d = std::mem::take(&mut self.delta);
-        let Some(parts) = self.merge_round(reduced, None) else {
-            self.delta = d;
-            return false;
-        };
-        for mut part in parts {
-            if part.merge(&mut d) {
-                on_step(part.function, part.hist, &d);
-            }
-        }
-        self.delta = d;
-        true
     }
 
     /// Merges a reduced round. After round 1 it prepares round 2 (see

@@ -52,12 +52,15 @@ fn step(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>]) {
     let w1: Vec<Wire> = ranks.iter_mut().map(|m| m.take_partial(None)).collect();
     let r1 = Wire::reduce_all(&w1);
     for m in ranks.iter_mut() {
-        assert!(!m.merge_reduced(&r1, |_, _, _| {}));
+        assert!(m.merge_round(&r1, None).is_none());
     }
     let w2: Vec<Wire> = ranks.iter_mut().map(|m| m.next_round().unwrap()).collect();
     let r2 = Wire::reduce_all(&w2);
     for m in ranks.iter_mut() {
-        assert!(m.merge_reduced(&r2, |_, _, _| {}));
+        let mut d = StepDelta::default();
+        for mut part in m.merge_round(&r2, None).expect("round 2") {
+            part.merge(&mut d);
+        }
         assert!(m.next_round().is_none());
     }
 }
