@@ -305,7 +305,7 @@ fn stalled_and_killed_writers_end_their_streams_only() {
         let data = dir.path().join("data");
         let mut apps = writers(&data, engine, 4, 40);
         let out = dir.path().join("prov.h5");
-        let mut ad = run_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out);
+        let mut ad = ad_cmd(2, &data.join("tau-metrics-demo-{rank}.bp"), &out);
         ad.args([
             "--engine",
             engine,
@@ -316,8 +316,26 @@ fn stalled_and_killed_writers_end_their_streams_only() {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        let ad = ad.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
+        let mut ad = ad.spawn().unwrap();
+        // The faults come mid-run: once rank 0 has reported a step, every
+        // stream is open and has delivered one (a writer that hangs while
+        // its reader opens it is another fault).
+        let stdout = ad.stdout.take().unwrap();
+        let (first_step, reported) = std::sync::mpsc::channel();
+        let progress = std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut first_step = Some(first_step);
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("step ") {
+                    if let Some(tx) = first_step.take() {
+                        let _ = tx.send(());
+                    }
+                }
+            }
+        });
+        let waited = reported.recv_timeout(Duration::from_secs(60));
+        assert!(waited.is_ok(), "{engine}: no step reported within 60 s");
         // Rank 1's writer hangs (SIGSTOP); rank 2's dies mid-run.
         // SAFETY: kill(2) on our own child processes.
         unsafe {
@@ -326,34 +344,39 @@ fn stalled_and_killed_writers_end_their_streams_only() {
         }
         let start = Instant::now();
         let result = ad.wait_with_output().unwrap();
+        let _ = progress.join();
         // SAFETY: as above.
         unsafe { libc::kill(apps[1].id() as i32, libc::SIGKILL) };
         for a in &mut apps {
             let _ = a.wait();
         }
+        let stderr = String::from_utf8_lossy(&result.stderr);
         // The run ends; a stalled and a dead stream give exit status 3.
-        assert_eq!(
-            result.status.code(),
-            Some(3),
-            "{engine}: {}",
-            String::from_utf8_lossy(&result.stderr)
-        );
+        assert_eq!(result.status.code(), Some(3), "{engine}: {stderr}");
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "{engine}: no hang"
         );
         let p = Provenance::load(&out).unwrap();
         let states = stream_states(&p);
-        assert_eq!(states[0], ("ended".into(), 40), "{engine}: {states:?}");
-        assert_eq!(states[3], ("ended".into(), 40), "{engine}: {states:?}");
+        assert_eq!(
+            states[0],
+            ("ended".into(), 40),
+            "{engine}: {states:?} {stderr}"
+        );
+        assert_eq!(
+            states[3],
+            ("ended".into(), 40),
+            "{engine}: {states:?} {stderr}"
+        );
         for r in [1, 2] {
             assert!(
                 states[r].1 < 40 && states[r].0 != "reading",
-                "{engine}: stream {r}: {states:?}"
+                "{engine}: stream {r}: {states:?} {stderr}"
             );
         }
         // The hung writer is recognised as stalled; where and when is kept.
-        assert_eq!(states[1].0, "stalled", "{engine}: {states:?}");
+        assert_eq!(states[1].0, "stalled", "{engine}: {states:?} {stderr}");
         let stalled = p.streams.iter().find(|r| r.rid == 1).unwrap();
         assert!(stalled.stopped_at < 40 && stalled.stalled_after_s >= 3.0);
     }

@@ -219,8 +219,12 @@ impl OwnedStream {
     fn stop(&mut self, step: u64, state: StreamState) {
         self.state = state;
         self.stopped_at = Some(step);
-        if let Some(mut r) = self.reader.take() {
-            r.abandon();
+        if let Some(r) = self.reader.take() {
+            if matches!(self.state, StreamState::Stalled { .. }) {
+                r.abandon();
+            }
+            // Otherwise dropping `r` waits for its thread to close the
+            // stream (see `ThreadedReader`'s `Drop`).
         }
     }
 

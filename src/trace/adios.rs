@@ -17,6 +17,7 @@ use std::os::raw::c_char;
 use std::os::raw::c_void;
 use std::path::{Path, PathBuf};
 use std::ptr;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use adios2_sys as sys;
@@ -197,6 +198,11 @@ const READ_CHUNK_ROWS: usize = 1 << 16;
 /// of function rows): see [`StreamReader::get_rows_in_parts`].
 const READ_PART_ROWS: usize = 1 << 12;
 
+/// The longest pause between two polls of an SST stream for its next step
+/// (see [`StreamReader::begin_step`]): the most a step's arrival can go
+/// unnoticed.
+const SST_POLL_MAX: Duration = Duration::from_millis(8);
+
 /// Outcome of [`StreamReader::begin_step`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepStatus {
@@ -325,8 +331,34 @@ impl Context {
     }
 }
 
+/// One at a time in the process: opening an SST stream, and the end of
+/// any engine (its last step, its close, its context's finalize).
+///
+/// Each stream has its own ADIOS2 object, but SST's streams in one process
+/// share one network manager and a list of blocks it frees at exit, and
+/// the open and the close of a stream change them unguarded (in ADIOS2
+/// 2.12 `SstReaderOpen` reallocs that list; `SstStreamDestroy` drops the
+/// stream's connections). An AD rank reads each of its streams on a thread
+/// of its own, and streams opened or closed together corrupted the heap:
+/// "double free or corruption" in `SstStreamDestroy`, "realloc(): invalid
+/// next size" in `SstReaderOpen`, in 7 of 24 launches of 8 SST streams into
+/// one AD rank; none in 55 (8 and 12 streams) with this lock. Steps are
+/// read in parallel: a writer that stops answering mid-step then holds up
+/// its own stream only. One that stops while its stream is being opened
+/// holds up the opens of the process' other SST streams.
+static ENGINE_CALLS: Mutex<()> = Mutex::new(());
+
+/// Takes [`ENGINE_CALLS`]. A thread that panicked while holding it left
+/// nothing half-done that the lock guards, so poisoning is ignored.
+fn engine_calls() -> MutexGuard<'static, ()> {
+    ENGINE_CALLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
+        let _one_at_a_time = engine_calls();
         // SAFETY: adios came from adios2_init_serial and is finalized once.
         unsafe {
             sys::adios2_finalize(self.adios);
@@ -601,6 +633,7 @@ impl StreamReader {
         let (eng, printed) = if engine.is_file() {
             crate::sys::stderr_capture::capture_stderr(open)
         } else {
+            let _one_at_a_time = engine_calls();
             (open(), String::new())
         };
         let detail = clean_adios_message(&printed);
@@ -630,19 +663,35 @@ impl StreamReader {
 
     /// Waits up to `timeout` for the next step.
     ///
-    /// With SST the wait is unbounded instead: in ADIOS2 2.12 an SST
-    /// `BeginStep` whose timeout expires leaves a timer behind that crashes
-    /// the next `BeginStep` (segfault in EVPath's `remove_periodic`). SST
-    /// itself reports a writer that goes away as end of stream.
+    /// SST is polled instead of waited on: a `BeginStep` with a zero
+    /// time-out returns at once and leaves nothing behind, while in ADIOS2
+    /// 2.12 one whose time-out expires leaves a timer behind that crashes
+    /// the next `BeginStep` (segfault in EVPath's `remove_periodic`), and
+    /// one without a time-out keeps a stream that is given up on from
+    /// closing until its writer sends a step. The polls start 1 ms apart
+    /// and back off to [`SST_POLL_MAX`].
     pub fn begin_step(&mut self, timeout: Duration) -> Result<StepStatus> {
         if self.in_step {
             self.end_step()?;
         }
-        let timeout_secs = if self.engine_kind == Engine::SST {
-            -1.0
-        } else {
-            timeout.as_secs_f32()
-        };
+        if self.engine_kind != Engine::SST {
+            return self.try_begin_step(timeout.as_secs_f32());
+        }
+        let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let status = self.try_begin_step(0.0)?;
+            let now = Instant::now();
+            if status != StepStatus::NotReady || now >= deadline {
+                return Ok(status);
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(SST_POLL_MAX);
+        }
+    }
+
+    /// One `BeginStep` with ADIOS2's time-out in seconds.
+    fn try_begin_step(&mut self, timeout_secs: f32) -> Result<StepStatus> {
         let mut status: sys::adios2_step_status = sys::adios2_step_status_other_error;
         // SAFETY: engine valid; status is a valid out pointer.
         let err = unsafe {
@@ -1041,6 +1090,7 @@ impl StreamReader {
 
 impl Drop for StreamReader {
     fn drop(&mut self) {
+        let _one_at_a_time = engine_calls();
         // SAFETY: engine valid; closed exactly once, before the context.
         unsafe {
             if self.in_step {
@@ -1258,6 +1308,7 @@ impl StreamWriter {
     /// Closes the stream, reporting errors (drop closes silently).
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
+        let _one_at_a_time = engine_calls();
         // SAFETY: engine valid; closed once (Drop sees `closed`).
         unsafe {
             if self.in_step {
@@ -1277,6 +1328,7 @@ impl Drop for StreamWriter {
         if self.closed {
             return;
         }
+        let _one_at_a_time = engine_calls();
         // SAFETY: engine valid; closed once.
         unsafe {
             if self.in_step {

@@ -6,12 +6,15 @@
 //! a time-out of its choosing. That gives two things the lockstep analysis
 //! needs:
 //! - a stream that hangs *inside* ADIOS2 (a truncated file that ADIOS2
-//!   waits to see grow, a stuck file system, an SST writer that never
-//!   sends its next step — SST itself cannot be given a step time-out
-//!   safely, see `adios::StreamReader::begin_step`) is given up on after the
+//!   waits to see grow, a stuck file system) is given up on after the
 //!   time-out and the other streams go on; the thread is left behind and
 //!   ends when its call returns;
-//! - the streams of one AD rank are read in parallel.
+//! - the streams of one AD rank are read in parallel (SST streams are
+//!   opened and closed one at a time: see `adios::ENGINE_CALLS`).
+//!
+//! Dropping a reader between calls waits for its thread to close the
+//! stream, so that closes end before the run's results are written and MPI
+//! ends.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -55,7 +58,14 @@ pub struct ThreadedReader {
     abandoned: Arc<AtomicBool>,
     /// A request (or the open) is outstanding.
     pending: bool,
+    /// Disconnects when the thread has returned, its stream closed.
+    finished: Receiver<()>,
 }
+
+/// How long dropping a reader waits for its thread to close the stream.
+/// Closing takes milliseconds; the bound only keeps a close that hangs in
+/// ADIOS2 from holding up the run.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
 impl ThreadedReader {
     /// Starts the thread, which opens the stream; [`ThreadedReader::wait`]
@@ -67,9 +77,14 @@ impl ThreadedReader {
         let stream = spec.path.display().to_string();
         let flag = abandoned.clone();
         let spec = spec.clone();
+        let (finished_tx, finished_rx) = mpsc::channel::<()>();
         let spawned = std::thread::Builder::new()
             .name(format!("read {stream}"))
-            .spawn(move || serve(&spec, opener.as_ref(), req_rx, rep_tx, flag));
+            .spawn(move || {
+                serve(&spec, opener.as_ref(), req_rx, rep_tx, flag);
+                // The source was dropped (the stream closed) inside `serve`.
+                drop(finished_tx);
+            });
         if let Err(e) = spawned {
             // Cannot happen short of resource exhaustion; reported as a
             // failed open through the same channel shape.
@@ -85,6 +100,7 @@ impl ThreadedReader {
                 replies: rx,
                 abandoned,
                 pending: true,
+                finished: finished_rx,
             };
         }
         ThreadedReader {
@@ -93,6 +109,7 @@ impl ThreadedReader {
             replies: rep_rx,
             abandoned,
             pending: true,
+            finished: finished_rx,
         }
     }
 
@@ -155,16 +172,31 @@ impl ThreadedReader {
     }
 
     /// Gives up on the stream: the thread stops at its next chance (or when
-    /// a blocked ADIOS2 call returns) and closes it.
-    pub fn abandon(&mut self) {
+    /// a blocked ADIOS2 call returns) and closes it; nobody waits for that.
+    pub fn abandon(mut self) {
+        self.stop();
+    }
+
+    /// Tells the thread to stop and close the stream.
+    fn stop(&mut self) {
         self.abandoned.store(true, Ordering::SeqCst);
         self.requests = None;
     }
 }
 
+/// Dropping a reader whose thread is between calls (the stream ended,
+/// failed, or the run stopped) waits for the thread to close the stream:
+/// closes then finish before the run writes its results and MPI ends, not
+/// during them. A thread inside a call (an outstanding step, a stalled
+/// stream) is not waited for.
 impl Drop for ThreadedReader {
     fn drop(&mut self) {
-        self.abandon();
+        let waited_for = !self.pending && !self.abandoned.load(Ordering::SeqCst);
+        self.stop();
+        if waited_for {
+            // `Disconnected` when the thread is done; a time-out leaves it.
+            let _ = self.finished.recv_timeout(CLOSE_WAIT);
+        }
     }
 }
 
