@@ -16,6 +16,7 @@ pub mod local;
 pub mod mpi_calls;
 pub mod node;
 mod occurrence;
+mod open;
 pub mod tracker;
 
 pub use links::LinkSettings;

@@ -17,7 +17,7 @@
 //! Costs are integer microseconds, so that sums do not depend on the
 //! order they are made in.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::links::{break_cycles, decide, Decided, Decision, LinkSettings, WindowIndex};
 use super::node::Node;
@@ -25,6 +25,7 @@ pub use super::occurrence::BelowFloor;
 use super::occurrence::{
     close, close_occurrence, to_incident, Closed, IncidentKey, MemberRec, Occurrence,
 };
+use super::open::{OpenOccurrences, Span};
 use crate::events::ExecId;
 use crate::incidents::model::{Incident, Link, Role};
 
@@ -47,7 +48,7 @@ struct Slot {
 pub struct Tracker {
     settings: LinkSettings,
     window: Vec<Slot>,
-    occurrences: HashMap<u64, Occurrence>,
+    occurrences: OpenOccurrences,
     next_occurrence: u64,
     /// Closed occurrences that may reach the floor, by recurrence key.
     incidents: BTreeMap<IncidentKey, Vec<Closed>>,
@@ -73,7 +74,7 @@ impl Tracker {
             floor,
             rank_time_us: 0,
             window: Vec::new(),
-            occurrences: HashMap::new(),
+            occurrences: OpenOccurrences::default(),
             next_occurrence: 0,
             incidents: BTreeMap::new(),
             found_last_step: 0,
@@ -204,7 +205,7 @@ impl Tracker {
     /// Joins a cluster of roots of one rank to an open occurrence of that
     /// rank close in time, or starts one.
     fn place_cluster(&mut self, cluster: &[usize], step: u64) {
-        let spans: Vec<(u64, u64, u64)> = cluster
+        let spans: Vec<Span> = cluster
             .iter()
             .map(|&i| {
                 let n = &self.window[i].node;
@@ -213,26 +214,11 @@ impl Tracker {
             .collect();
         let first = &self.window[cluster[0]].node;
         let (program, rank) = (first.program, first.id.rank);
-        let near = self
-            .occurrences
-            .iter()
-            .filter(|(_, o)| o.program == program && o.rank == rank)
-            .filter(|(_, o)| spans.iter().any(|&a| close(a, o.reach)))
-            .filter(|(_, o)| {
-                // The newest candidates first: a slowdown that goes on is
-                // close to its latest delays.
-                o.candidates.iter().rev().any(|c| {
-                    spans
-                        .iter()
-                        .any(|&a| close(a, (c.entry, c.exit, c.excess_us)))
-                })
-            })
-            .map(|(id, _)| *id)
-            .min();
+        let near = self.occurrences.nearest(program, rank, &spans);
         let occ = near.unwrap_or_else(|| {
             let id = self.next_occurrence;
             self.next_occurrence += 1;
-            self.occurrences.insert(
+            self.occurrences.open(
                 id,
                 Occurrence {
                     program,
@@ -247,15 +233,7 @@ impl Tracker {
         });
         for &i in cluster {
             let node = self.window[i].node.clone();
-            if let Some(o) = self.occurrences.get_mut(&occ) {
-                let r = &mut o.reach;
-                *r = (
-                    r.0.min(node.entry),
-                    r.1.max(node.exit),
-                    r.2.max(node.excess_us),
-                );
-                o.candidates.push(node);
-            }
+            self.occurrences.add_candidate(occ, node);
             self.join(i, occ, Role::Root, Link::None, None);
         }
     }
@@ -313,7 +291,7 @@ impl Tracker {
             linked,
             bytes_sent: n.bytes_sent,
         };
-        if let Some(o) = self.occurrences.get_mut(&occ) {
+        if let Some(o) = self.occurrences.get_mut(occ) {
             o.last_step = o.last_step.max(slot.step);
             o.members.push(rec);
         }
@@ -383,14 +361,15 @@ impl Tracker {
             .map(|(id, _)| *id)
             .collect();
         if step == u64::MAX {
-            closed = self.occurrences.keys().copied().collect();
+            closed = self.occurrences.ids();
         }
         closed.sort_unstable();
         for id in closed {
-            if let Some(o) = self.occurrences.remove(&id) {
+            if let Some(o) = self.occurrences.remove(id) {
                 self.fold(o);
             }
         }
+        self.occurrences.tighten();
     }
 
     /// The incidents whose occurrences cost at least the floor's share of
