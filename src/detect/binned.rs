@@ -404,6 +404,16 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         }
     }
 
+    fn mean(&self, function: u32) -> f64 {
+        let f = function as usize;
+        self.fine
+            .global
+            .get(f)
+            .map(|h| h.moments)
+            .unwrap_or_default()
+            .mean()
+    }
+
     fn model_snapshot(&self, function: u32) -> ModelSnapshot {
         let f = function as usize;
         let m = self

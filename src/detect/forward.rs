@@ -47,6 +47,9 @@ macro_rules! forward_to_inner {
         fn model_snapshot(&self, function: u32) -> $crate::detect::ModelSnapshot {
             self.inner.model_snapshot(function)
         }
+        fn mean(&self, function: u32) -> f64 {
+            self.inner.mean(function)
+        }
         fn hist_len(&self, function: u32) -> usize {
             self.inner.hist_len(function)
         }

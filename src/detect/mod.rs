@@ -405,7 +405,7 @@ pub trait Detector: Send + Sync {
     /// (for `--direction`): above its mean, unless the detector knows
     /// better (`modal`: above the fastest normal mode).
     fn is_slow(&self, function: u32, value: u64) -> bool {
-        value as f64 > self.model_snapshot(function).mean
+        value as f64 > self.mean(function)
     }
     /// The runtime the model of `function` expects of an execution that
     /// took `value` (µs): what a slow execution is compared with to know
@@ -413,6 +413,12 @@ pub trait Detector: Send + Sync {
     /// shape of the distribution say better (`modal`: the median of the
     /// nearest normal mode below `value`; HBOS and COPOD: the median).
     fn expected(&self, function: u32, _value: u64) -> f64 {
+        self.mean(function)
+    }
+    /// The mean of the global model of `function`: its snapshot's `mean`,
+    /// which the detectors give without building the snapshot (skewness,
+    /// kurtosis, histogram) — it is asked for calls as they are judged.
+    fn mean(&self, function: u32) -> f64 {
         self.model_snapshot(function).mean
     }
     /// The model parameters of `function`, for provenance and reports.

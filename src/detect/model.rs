@@ -480,6 +480,14 @@ impl Detector for ModelDetector {
         }
     }
 
+    fn mean(&self, function: u32) -> f64 {
+        if self.modelled(function) {
+            self.residual.mean(function)
+        } else {
+            self.fallback.mean(function)
+        }
+    }
+
     fn hist_len(&self, function: u32) -> usize {
         if self.modelled(function) {
             self.residual.hist_len(function)

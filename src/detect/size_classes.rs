@@ -226,7 +226,7 @@ impl Detector for SizeClassed {
         // What the call lost against the class it is compared with, at
         // the function's scale (see the module documentation).
         let lost = value as f64 - self.inner.expected(key, value);
-        let per_call = self.inner.model_snapshot(function).mean;
+        let per_call = self.inner.mean(function);
         let rare = self.keys.get(&(function, class)) != Some(&key);
         let label = match v.label {
             Label::Anomaly if lost < MIN_LOST_SHARE * per_call => Label::Normal,

@@ -243,6 +243,10 @@ impl Detector for Sstd {
         ModelSnapshot::of_moments(&self.moments(function), self.sigma(function))
     }
 
+    fn mean(&self, function: u32) -> f64 {
+        self.moments(function).mean()
+    }
+
     fn hist_len(&self, _function: u32) -> usize {
         0
     }

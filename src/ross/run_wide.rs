@@ -177,7 +177,7 @@ fn label_intervals(
         for (f, (sig, values)) in run.iter().enumerate() {
             let x = to_units(*sig, values[k]);
             let verdict = det.label(f as u32, x);
-            let mean = det.model_snapshot(f as u32).mean;
+            let mean = det.mean(f as u32);
             let anomalous =
                 k >= WARMUP_INTERVALS && verdict.label == Label::Anomaly && (x as f64) > mean;
             if !anomalous {
