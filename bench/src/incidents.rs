@@ -4,7 +4,8 @@
 //! ring with injected delays (`incidents-ring.toml --ranks 16`) the bytes
 //! the incident nodes' allgather sends and receives per AD rank and step at
 //! 2, 4, 8 and 16 AD ranks, with the incidents found (which must not
-//! change with the number of AD ranks).
+//! change with the number of AD ranks); and the stage's cost when
+//! thousands of executions a step are anomalous.
 
 use serde_json::Value;
 
@@ -168,5 +169,51 @@ pub(crate) fn incidents(b: &mut Bench) -> anyhow::Result<()> {
         b.missed
             .push("incidents differ between AD rank counts".to_string());
     }
+    many_anomalies(b)
+}
+
+/// Part of [`incidents`]: the link stage when thousands of executions a
+/// step are anomalous (the many-functions scenario of the model-update
+/// benchmark, whose young histograms flag many), 1 AD rank, one run per
+/// detector.
+fn many_anomalies(b: &mut Bench) -> anyhow::Result<()> {
+    let (_, many, n) = crate::threads::inputs(b)?;
+    let mut rows = Vec::new();
+    for alg in ["sstd", "modal", "hbos", "copod"] {
+        let r = b.run(1, &crate::threads::update_args(&many, alg))?;
+        let s = &r.summary;
+        let (share, ms, _) = link_share(s);
+        let steps = num(&s["steps"]).max(1.0);
+        let all_ms: f64 = PHASES.iter().map(|p| timing(s, p)).sum::<f64>() / steps * 1e3;
+        rows.push(vec![
+            alg.to_string(),
+            f(steps, 0),
+            f(num(&s["anomalies_in_situ"]) / steps, 0),
+            f(num(&s["incidents"]["below_floor"]), 0),
+            f(all_ms, 2),
+            f(ms, 3),
+            format!("{:.2} %", share * 100.0),
+        ]);
+    }
+    b.note(&format!(
+        "**Many anomalies.** The model-update scenario ({n} functions all active, 1 AD rank, no \
+         provenance file): young histograms flag many executions, most of them in the first \
+         steps, and each becomes an incident node that looks for an open \
+         occurrence of its rank close in time (`incidents/tau/open.rs` keeps them by rank and \
+         time). Anomalies are those flagged in situ; occurrences are those closed below the \
+         floor (none reaches it here)."
+    ));
+    b.table(
+        &[
+            "detector",
+            "steps",
+            "anomalies/step",
+            "occurrences",
+            "step ms",
+            "link ms",
+            "link share",
+        ],
+        &rows,
+    );
     Ok(())
 }
