@@ -396,9 +396,8 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
     }
 
     fn is_slow(&self, function: u32, value: u64) -> bool {
-        let f = function as usize;
-        let mean = self.fine.global.get(f).map_or(0.0, |h| h.moments.mean());
-        match self.models.get(f) {
+        let mean = self.mean(function);
+        match self.models.get(function as usize) {
             Some(m) => self.kernel.is_slow(m, value, mean),
             None => value as f64 > mean,
         }
@@ -406,12 +405,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
 
     fn mean(&self, function: u32) -> f64 {
         let f = function as usize;
-        self.fine
-            .global
-            .get(f)
-            .map(|h| h.moments)
-            .unwrap_or_default()
-            .mean()
+        self.fine.global.get(f).map_or(0.0, |h| h.moments.mean())
     }
 
     fn model_snapshot(&self, function: u32) -> ModelSnapshot {
