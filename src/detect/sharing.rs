@@ -70,21 +70,16 @@ impl ModelSharing {
     }
 
     /// Notes the next function with a new model this step; true when this
-    /// rank derives it (then [`ModelSharing::push_own`] takes its words).
+    /// rank derives it (then its words go in with
+    /// [`ModelSharing::append_own`]).
     pub fn deal(&mut self, function: u32) -> bool {
         let k = self.changed.len();
         self.changed.push(function);
         k % self.ranks == self.rank
     }
 
-    /// Encodes the model of the function just dealt to this rank.
-    pub fn push_own(&mut self, encode: impl FnOnce(&mut Vec<u64>)) {
-        push_framed(&mut self.words, encode);
-    }
-
-    /// Appends models of the functions dealt to this rank that were
-    /// encoded elsewhere (on worker threads) with [`push_framed`], in deal
-    /// order.
+    /// Appends models of the functions dealt to this rank, each encoded
+    /// with [`push_framed`] (on worker threads, say), in deal order.
     pub fn append_own(&mut self, framed: &[u64]) {
         self.words.extend_from_slice(framed);
     }
@@ -171,7 +166,9 @@ mod tests {
             for &f in &functions {
                 if s.deal(f) {
                     assert_eq!((f - 10) as usize % 3, r);
-                    s.push_own(|out| out.extend(model(f)));
+                    let mut framed = Vec::new();
+                    push_framed(&mut framed, |out| out.extend(model(f)));
+                    s.append_own(&framed);
                 }
             }
             s.start();
@@ -205,7 +202,9 @@ mod tests {
         s.set_ranks(0, 2);
         for f in 0..5 {
             if s.deal(f) {
-                s.push_own(|out| out.push(f as u64));
+                let mut framed = Vec::new();
+                push_framed(&mut framed, |out| out.push(f as u64));
+                s.append_own(&framed);
             }
         }
         s.start();
