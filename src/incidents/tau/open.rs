@@ -29,6 +29,14 @@ struct RankIndex {
     largest_excess: u64,
 }
 
+impl RankIndex {
+    /// Raises the bounds to cover an occurrence of reach `r`.
+    fn cover(&mut self, r: Span) {
+        self.longest = self.longest.max(r.1.saturating_sub(r.0));
+        self.largest_excess = self.largest_excess.max(r.2);
+    }
+}
+
 /// The occurrences that can still grow, by id, with the index.
 #[derive(Debug, Default)]
 pub(super) struct OpenOccurrences {
@@ -113,8 +121,7 @@ impl OpenOccurrences {
             r.2.max(node.excess_us),
         );
         index.by_entry.insert((r.0, id));
-        index.longest = index.longest.max(r.1.saturating_sub(r.0));
-        index.largest_excess = index.largest_excess.max(r.2);
+        index.cover(*r);
         o.candidates.push(node);
     }
 
@@ -139,9 +146,7 @@ impl OpenOccurrences {
         }
         for o in self.by_id.values() {
             if let Some(index) = self.by_rank.get_mut(&(o.program, o.rank)) {
-                let r = o.reach;
-                index.longest = index.longest.max(r.1.saturating_sub(r.0));
-                index.largest_excess = index.largest_excess.max(r.2);
+                index.cover(o.reach);
             }
         }
     }
