@@ -9,18 +9,27 @@
 
 use serde_json::Value;
 
-use crate::harness::{f, num, timing, Bench, PHASES};
+use crate::harness::{f, num, timing, Bench, ALGORITHMS, PHASES};
 
-/// The share of the step time that `link` took, and the anomalies per step.
-fn link_share(s: &Value) -> (f64, f64, f64) {
+/// What `link` cost in a run: its share of the step time, its ms and the
+/// step's ms per step, and the anomalies per step.
+struct LinkCost {
+    share: f64,
+    link_ms: f64,
+    step_ms: f64,
+    anomalies_per_step: f64,
+}
+
+fn link_cost(s: &Value) -> LinkCost {
     let all: f64 = PHASES.iter().map(|p| timing(s, p)).sum();
     let link = timing(s, "link");
     let steps = num(&s["steps"]).max(1.0);
-    (
-        link / all.max(1e-12),
-        link / steps * 1e3,
-        num(&s["anomalies"]) / steps,
-    )
+    LinkCost {
+        share: link / all.max(1e-12),
+        link_ms: link / steps * 1e3,
+        step_ms: all / steps * 1e3,
+        anomalies_per_step: num(&s["anomalies"]) / steps,
+    }
 }
 
 /// Section: the cost of linking anomalies into incidents.
@@ -38,24 +47,22 @@ pub(crate) fn incidents(b: &mut Bench) -> anyhow::Result<()> {
             )?);
         }
         runs.sort_by(|a, b| {
-            link_share(&a.summary)
-                .0
-                .total_cmp(&link_share(&b.summary).0)
+            link_cost(&a.summary)
+                .share
+                .total_cmp(&link_cost(&b.summary).share)
         });
         let mid = &runs[runs.len() / 2].summary;
-        let (share, ms, per_step) = link_share(mid);
+        let cost = link_cost(mid);
         if np == 1 {
-            alone_share = share;
+            alone_share = cost.share;
         }
-        let all_ms: f64 =
-            PHASES.iter().map(|p| timing(mid, p)).sum::<f64>() / num(&mid["steps"]).max(1.0) * 1e3;
         rows.push(vec![
             np.to_string(),
             f(num(&mid["steps"]), 0),
-            f(per_step, 0),
-            f(all_ms, 2),
-            f(ms, 3),
-            format!("{:.2} %", share * 100.0),
+            f(cost.anomalies_per_step, 0),
+            f(cost.step_ms, 2),
+            f(cost.link_ms, 3),
+            format!("{:.2} %", cost.share * 100.0),
             f(num(&mid["collective_bytes_received_per_step"]["link"]), 0),
         ]);
     }
@@ -179,20 +186,19 @@ pub(crate) fn incidents(b: &mut Bench) -> anyhow::Result<()> {
 fn many_anomalies(b: &mut Bench) -> anyhow::Result<()> {
     let (_, many, n) = crate::threads::inputs(b)?;
     let mut rows = Vec::new();
-    for alg in ["sstd", "modal", "hbos", "copod"] {
+    for alg in ALGORITHMS {
         let r = b.run(1, &crate::threads::update_args(&many, alg))?;
         let s = &r.summary;
-        let (share, ms, _) = link_share(s);
+        let cost = link_cost(s);
         let steps = num(&s["steps"]).max(1.0);
-        let all_ms: f64 = PHASES.iter().map(|p| timing(s, p)).sum::<f64>() / steps * 1e3;
         rows.push(vec![
             alg.to_string(),
             f(steps, 0),
             f(num(&s["anomalies_in_situ"]) / steps, 0),
             f(num(&s["incidents"]["below_floor"]), 0),
-            f(all_ms, 2),
-            f(ms, 3),
-            format!("{:.2} %", share * 100.0),
+            f(cost.step_ms, 2),
+            f(cost.link_ms, 3),
+            format!("{:.2} %", cost.share * 100.0),
         ]);
     }
     b.note(&format!(
