@@ -17,16 +17,6 @@ use chimbuko_mpi::trace::adios::Engine;
 use chimbuko_mpi::trace::writer::{StepData, TauStreamWriter};
 use common::*;
 
-fn synth(dir: &Path, extra: &[&str]) {
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(dir)
-            .args(extra),
-    );
-}
-
 /// One writer process per application rank (so that each can be stopped
 /// or killed alone), paced like an application.
 fn writers(dir: &Path, engine: &str, ranks: u64, steps: u64) -> Vec<Child> {

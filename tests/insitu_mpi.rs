@@ -26,17 +26,12 @@ fn summary(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("summary written")).unwrap()
 }
 
-/// What the post hoc analysis of the same (deterministic) trace gives.
-fn reference(dir: &Path) -> serde_json::Value {
+/// What the post hoc analysis gives of the (deterministic) trace of
+/// `ranks` application ranks that `synth` writes with `steps` (its
+/// step-count and step-size flags).
+fn reference(dir: &Path, ranks: usize, steps: &[&str]) -> serde_json::Value {
     let data = dir.join("bp");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(&data)
-            .args(["--ranks", "4"])
-            .args(&APP[..4]),
-    );
+    synth(&data, &[&["--ranks", &ranks.to_string()], steps].concat());
     let sum = dir.join("reference.json");
     run_ok(
         mpirun(2)
@@ -92,7 +87,7 @@ fn check_live(sum: &Path, out: &Path, reference: &serde_json::Value, ad_ranks: u
 #[test]
 fn in_situ_sst_in_one_mpmd_launch() {
     let dir = tempfile::tempdir().unwrap();
-    let reference = reference(dir.path());
+    let reference = reference(dir.path(), 4, &APP[..4]);
     for np in [1usize, 2, 4] {
         let data = dir.path().join(format!("mpmd-{np}"));
         let (out, sum) = (
@@ -115,7 +110,7 @@ fn in_situ_sst_in_one_mpmd_launch() {
 
 /// Eight SST streams into one AD rank, which reads each on a thread of its
 /// own: SST's streams in one process share state that ADIOS2 does not guard
-/// for calls from several threads, and concurrent opens, steps and closes
+/// for calls from several threads, and concurrent opens and closes
 /// corrupted the heap in about one launch in three. Three launches, each
 /// clean and equal to the post hoc analysis of the same trace.
 #[test]
@@ -129,24 +124,7 @@ fn many_sst_streams_into_one_ad_rank() {
         "--pace-ms",
         "20",
     ];
-    let bp = dir.path().join("bp");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(&bp)
-            .args(["--ranks", "8"])
-            .args(&app[..4]),
-    );
-    let reference = dir.path().join("reference.json");
-    run_ok(
-        Command::new(exe())
-            .args(["run", "--quiet", "--no-provenance", "--input"])
-            .arg(bp.join("tau-metrics-demo-{rank}.bp"))
-            .arg("--summary-out")
-            .arg(&reference),
-    );
-    let reference = summary(&reference);
+    let reference = reference(dir.path(), 8, &app[..4]);
     for launch in 0..3 {
         let data = dir.path().join(format!("sst-{launch}"));
         let sum = dir.path().join(format!("sst-{launch}.json"));
@@ -179,7 +157,7 @@ fn many_sst_streams_into_one_ad_rank() {
 #[test]
 fn in_situ_sst_with_two_launches() {
     let dir = tempfile::tempdir().unwrap();
-    let reference = reference(dir.path());
+    let reference = reference(dir.path(), 4, &APP[..4]);
     for np in [1usize, 2, 4] {
         let data = dir.path().join(format!("two-{np}"));
         let (out, sum) = (
@@ -211,7 +189,7 @@ fn in_situ_sst_with_two_launches() {
 fn bp_files_are_followed_while_the_application_writes_them() {
     for engine in ["BP4", "BP5"] {
         let dir = tempfile::tempdir().unwrap();
-        let reference = reference(dir.path());
+        let reference = reference(dir.path(), 4, &APP[..4]);
         let data = dir.path().join("live");
         let mut app = Command::new(exe());
         app.arg("synth")
@@ -263,12 +241,9 @@ fn fails_everywhere(np: usize, args: &[&str], expect: &str) {
 fn wrong_setups_fail_fast_on_every_rank() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(&data)
-            .args(["--ranks", "2", "--steps", "2", "--events-per-step", "500"]),
+    synth(
+        &data,
+        &["--ranks", "2", "--steps", "2", "--events-per-step", "500"],
     );
     let pattern = data.join("tau-metrics-demo-{rank}.bp");
     let pattern = pattern.to_str().unwrap();
@@ -317,12 +292,9 @@ fn wrong_setups_fail_fast_on_every_rank() {
 fn settings_come_from_flags_environment_and_config_file() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(&data)
-            .args(["--ranks", "2", "--steps", "2", "--events-per-step", "500"]),
+    synth(
+        &data,
+        &["--ranks", "2", "--steps", "2", "--events-per-step", "500"],
     );
     let cfg = dir.path().join("ad.toml");
     std::fs::write(

@@ -14,12 +14,6 @@ use chimbuko_mpi::provenance::records::{LABEL_ANOMALY, LABEL_NORMAL};
 use chimbuko_mpi::util::csv::split_csv;
 use common::*;
 
-fn synth(dir: &Path, extra: &[&str]) {
-    let mut c = Command::new(exe());
-    c.arg("synth").arg("--out").arg(dir).args(extra);
-    run_ok(&mut c);
-}
-
 fn run_cmd(np: usize, data: &Path, out: &Path) -> Command {
     let mut c = mpirun(np);
     c.arg(exe())

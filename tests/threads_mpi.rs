@@ -79,12 +79,9 @@ fn results_do_not_depend_on_threads_or_ad_ranks() {
     let data = dir.path().join("data");
     // Four application ranks of two threads each: 4 streams to build in
     // parallel on one AD rank, 2 on each of two.
-    run_ok(
-        Command::new(exe())
-            .arg("synth")
-            .arg("--out")
-            .arg(&data)
-            .args(["--ranks", "4", "--steps", "6", "--events-per-step", "3000"]),
+    synth(
+        &data,
+        &["--ranks", "4", "--steps", "6", "--events-per-step", "3000"],
     );
     for alg in ALGORITHMS {
         let base = run_with(dir.path(), &data, alg, 1, 1);
@@ -133,12 +130,9 @@ fn results_do_not_depend_on_threads_or_ad_ranks() {
 fn threads_announced(cpus: &str, dir: &Path) -> String {
     let data = dir.join("small");
     if !data.exists() {
-        run_ok(
-            Command::new(exe())
-                .arg("synth")
-                .arg("--out")
-                .arg(&data)
-                .args(["--ranks", "1", "--steps", "2", "--events-per-step", "500"]),
+        synth(
+            &data,
+            &["--ranks", "1", "--steps", "2", "--events-per-step", "500"],
         );
     }
     let out = mpirun(1)

@@ -180,6 +180,14 @@ pub fn invariant_records(p: &chimbuko_mpi::provenance::read::Provenance, c: usiz
     v
 }
 
+/// `chimbuko-mpi synth --out dir extra...` (the demo scenario unless
+/// `extra` names another), which must succeed.
+pub fn synth(dir: &Path, extra: &[&str]) {
+    let mut c = std::process::Command::new(exe());
+    c.arg("synth").arg("--out").arg(dir).args(extra);
+    run_ok(&mut c);
+}
+
 /// Every file under `dir`, recursively, in path order.
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
