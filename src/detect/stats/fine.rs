@@ -250,8 +250,14 @@ impl FineHist {
         }
         h.reset_grid(min, max, width, filled)?;
         filled.clear();
-        let pieces = self.buckets().map(|(lo, hi, c)| Piece::integers(lo, hi, c));
-        h.rebin_into(pieces, filled);
+        if m.max < 2 * SUB as u64 {
+            // Every bucket below 256 µs is one integer (the usual case for
+            // short calls): the values go whole into their bins.
+            h.rebin_points_into(self.counts.iter().map(|(b, c)| (b as f64, c)), filled);
+        } else {
+            let pieces = self.buckets().map(|(lo, hi, c)| Piece::integers(lo, hi, c));
+            h.rebin_into(pieces, filled);
+        }
         Ok(())
     }
 

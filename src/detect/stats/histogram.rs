@@ -171,8 +171,7 @@ impl Histogram {
     /// then follows the pieces — a few dozen fine buckets — not the bins (200
     /// for HBOS).
     pub fn rebin_into(&mut self, pieces: impl IntoIterator<Item = Piece>, filled: &mut Vec<usize>) {
-        let h = self;
-        let n = h.nbin();
+        let n = self.nbin();
         let mut pieces = pieces.into_iter().filter(|p| p.count > 0.0);
         let mut current: Option<Piece> = pieces.next();
         let mut b = 0;
@@ -180,32 +179,80 @@ impl Histogram {
             let Some(p) = current else {
                 break;
             };
-            if b + 1 < n && p.above(h.upper_edge(b)) {
-                // The first bin (at most the last) whose upper edge reaches p:
-                // from where the bin width puts p, a step or two either way.
-                let from = b;
-                let guess = ((p.low() - h.start) / h.bin_width) as usize;
-                b = guess.saturating_sub(1).clamp(from + 1, n - 1);
-                while b + 1 < n && p.above(h.upper_edge(b)) {
-                    b += 1;
-                }
-                while b > from + 1 && !p.above(h.upper_edge(b - 1)) {
-                    b -= 1;
-                }
+            if b + 1 < n && p.above(self.upper_edge(b)) {
+                b = self.first_bin_reaching(b, p.low(), |a| p.above(a));
             }
             // From here on, `rebin`'s step for bin b, with its edges.
             let l = if b == 0 {
-                h.lower_edge(0)
+                self.lower_edge(0)
             } else {
-                h.upper_edge(b - 1)
+                self.upper_edge(b - 1)
             };
-            let u = h.upper_edge(b);
-            h.counts[b] = super::rebin::take_bin(&mut current, &mut pieces, l, u);
-            if h.counts[b] > 0 {
+            let u = self.upper_edge(b);
+            self.counts[b] = super::rebin::take_bin(&mut current, &mut pieces, l, u);
+            if self.counts[b] > 0 {
                 filled.push(b);
             }
             b += 1;
         }
+    }
+
+    /// [`Histogram::rebin_into`] of pieces that are each one value `v`
+    /// holding `count` (integer microseconds below 256, where every fine
+    /// bucket is one integer), given as increasing `(v, count)`: the same
+    /// counts and `filled`, without the pieces' general splitting. A
+    /// value goes whole into the first bin (from the last one filled) whose
+    /// upper edge reaches it — what the general walk does with a piece
+    /// that cannot straddle an edge — and values at or below the first
+    /// lower edge or beyond the last upper edge are left out.
+    pub fn rebin_points_into(
+        &mut self,
+        points: impl IntoIterator<Item = (f64, u64)>,
+        filled: &mut Vec<usize>,
+    ) {
+        let n = self.nbin();
+        if n == 0 {
+            return;
+        }
+        let mut b = 0;
+        for (v, c) in points {
+            if c == 0 || (b == 0 && v <= self.lower_edge(0)) {
+                continue;
+            }
+            if v > self.upper_edge(b) {
+                if b + 1 == n {
+                    break;
+                }
+                b = self.first_bin_reaching(b, v, |a| v > a);
+                if v > self.upper_edge(b) {
+                    // Only the last bin, whose upper edge is `max`: this
+                    // value and all after it lie beyond the histogram.
+                    break;
+                }
+            }
+            self.counts[b] += c;
+            if filled.last() != Some(&b) {
+                filled.push(b);
+            }
+        }
+    }
+
+    /// The first bin after `from` whose upper edge reaches a piece that
+    /// starts at `low` (`above(a)`: all of the piece lies above `a`), or
+    /// the last bin; the piece lies above bin `from`'s upper edge. Found
+    /// from where the bin width puts the piece, a step or two either way,
+    /// then checked against the edges.
+    fn first_bin_reaching(&self, from: usize, low: f64, above: impl Fn(f64) -> bool) -> usize {
+        let n = self.nbin();
+        let guess = ((low - self.start) / self.bin_width) as usize;
+        let mut b = guess.saturating_sub(1).clamp(from + 1, n - 1);
+        while b + 1 < n && above(self.upper_edge(b)) {
+            b += 1;
+        }
+        while b > from + 1 && !above(self.upper_edge(b - 1)) {
+            b -= 1;
+        }
+        b
     }
 
     /// A histogram from its parts, checked like the reference's

@@ -220,4 +220,56 @@ mod tests {
             assert_eq!(filled, nonzero);
         }
     }
+
+    #[test]
+    fn rebin_points_into_gives_what_rebin_into_gives() {
+        let mut seed = 11u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n.max(1)
+        };
+        let (mut filled, mut filled_points) = (Vec::new(), Vec::new());
+        for _ in 0..5000 {
+            // Increasing integers (some counts 0); the grid's range is that
+            // of the values or only part of it, so that some fall outside.
+            let mut points = Vec::new();
+            let mut at = next(300);
+            for _ in 0..1 + next(30) {
+                points.push((at, next(4) * (1 + next(20))));
+                at += 1 + next(3) * next(10);
+            }
+            let (first, last) = (points[0].0 as f64, points[points.len() - 1].0 as f64);
+            let (min, max) = match next(3) {
+                0 => (first, last),
+                1 => (first + next(5) as f64, last - next(5) as f64),
+                _ => (first - 0.5, last + next(3) as f64),
+            };
+            if max <= min {
+                continue;
+            }
+            let bins = [1, 2, 7, 200, 1000][next(5) as usize];
+            let width = width_for_nbins(min, max, bins) * [1.0, 0.37, 3.1][next(3) as usize];
+            let Ok(mut general) = Histogram::empty_grid(min, max, width) else {
+                continue;
+            };
+            let mut direct = general.clone();
+            filled.clear();
+            general.rebin_into(
+                points.iter().map(|&(v, c)| Piece::integers(v, v, c)),
+                &mut filled,
+            );
+            filled_points.clear();
+            direct.rebin_points_into(
+                points.iter().map(|&(v, c)| (v as f64, c)),
+                &mut filled_points,
+            );
+            assert_eq!(
+                direct.counts, general.counts,
+                "{points:?} on {min}..{max} by {width}"
+            );
+            assert_eq!(filled_points, filled);
+        }
+    }
 }
