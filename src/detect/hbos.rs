@@ -380,7 +380,9 @@ impl Kernel for HbosKernel {
             .is_ok()
         {
             s.rescore(model, thr, &mut self.log2.0);
-            s.fill_held_empty_bins(hist.buckets());
+            if hist.has_wide_buckets() {
+                s.fill_held_empty_bins(hist.buckets());
+            }
             model.keep(s);
         }
     }

@@ -200,6 +200,13 @@ impl FineHist {
         self.moments.n
     }
 
+    /// Whether some bucket spans several integers: only those from 256 µs
+    /// up do (below, every bucket is one integer, the usual case for short
+    /// calls).
+    pub fn has_wide_buckets(&self) -> bool {
+        self.moments.n > 0 && self.moments.max >= 2 * SUB as u64
+    }
+
     /// Non-empty buckets as integer ranges clamped to the exact [min, max]
     /// (the first and last bucket hold nothing beyond the extremes).
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
@@ -250,9 +257,9 @@ impl FineHist {
         }
         h.reset_grid(min, max, width, filled)?;
         filled.clear();
-        if m.max < 2 * SUB as u64 {
-            // Every bucket below 256 µs is one integer (the usual case for
-            // short calls): the values go whole into their bins.
+        if !self.has_wide_buckets() {
+            // Every bucket is one integer: the values go whole into their
+            // bins.
             h.rebin_points_into(self.counts.iter().map(|(b, c)| (b as f64, c)), filled);
         } else {
             let pieces = self.buckets().map(|(lo, hi, c)| Piece::integers(lo, hi, c));
