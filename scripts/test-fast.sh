@@ -10,6 +10,9 @@ cd "$ROOT"
 bash scripts/setup.sh
 # shellcheck disable=SC1091
 . scripts/env.sh
+# As in scripts/test.sh: no probing for Omni-Path or libfabric hardware in
+# each process's MPI_Init.
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
 
 echo "[test-fast] cargo fmt --check"
 cargo fmt --all -- --check

@@ -7,6 +7,11 @@ cd "$ROOT"
 bash scripts/setup.sh
 # shellcheck disable=SC1091
 . scripts/env.sh
+# Single-node tests need no Omni-Path or libfabric transport; without this,
+# Open MPI builds that include them (Debian's) probe for the hardware in
+# every process's MPI_Init (0.2-0.3 s each; jobscripts/README.md,
+# "Start-up time"). On such a machine ob1 is what the probe ends up with.
+export OMPI_MCA_pml="${OMPI_MCA_pml:-ob1}"
 
 echo "[test] cargo fmt --check"
 cargo fmt --all -- --check
