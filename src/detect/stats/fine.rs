@@ -137,11 +137,20 @@ impl Counts {
         self.counts.iter_mut().for_each(|c| *c = 0);
     }
 
+    /// Zeroes the count of `bucket` (nothing outside the window).
+    fn zero(&mut self, bucket: usize) {
+        if let Some(c) = bucket
+            .checked_sub(self.offset)
+            .and_then(|i| self.counts.get_mut(i))
+        {
+            *c = 0;
+        }
+    }
+
     /// Sets bit `g` of `mask` for every group holding a count.
     fn mark_groups(&self, mask: &mut [u64]) {
         for (b, _) in self.iter() {
-            let g = b / GROUP;
-            mask[g / 64] |= 1u64 << (g % 64);
+            mark_group(mask, b);
         }
     }
 
@@ -160,6 +169,13 @@ impl Counts {
         }
         out
     }
+}
+
+/// Sets the bit of `bucket`'s group in a group mask.
+#[inline]
+fn mark_group(mask: &mut [u64], bucket: usize) {
+    let g = bucket / GROUP;
+    mask[g / 64] |= 1u64 << (g % 64);
 }
 
 impl PartialEq for Counts {
@@ -183,8 +199,47 @@ impl FineHist {
     /// Adds the runtimes of `other` (exact: the same as pushing them).
     pub fn merge(&mut self, other: &FineHist) {
         self.moments.merge(&other.moments);
-        for (b, c) in other.counts.iter() {
-            self.counts.add(b, c);
+        let m = &other.moments;
+        // One or two runtimes are the extremes: their buckets are known
+        // without walking the counts' window. With many functions, a
+        // stream's share of a step holds one or two runtimes of most.
+        match m.n {
+            0 => {}
+            1 => self.counts.add(bucket_of(m.min), 1),
+            2 => {
+                self.counts.add(bucket_of(m.min), 1);
+                self.counts.add(bucket_of(m.max), 1);
+            }
+            _ => {
+                for (b, c) in other.counts.iter() {
+                    self.counts.add(b, c);
+                }
+            }
+        }
+    }
+
+    /// Empties the histogram, keeping the counts' window for the next step
+    /// (see [`Counts::clear`]).
+    pub fn clear(&mut self) {
+        match self.moments.n {
+            1 | 2 => {
+                self.counts.zero(bucket_of(self.moments.min));
+                self.counts.zero(bucket_of(self.moments.max));
+            }
+            _ => self.counts.clear(),
+        }
+        self.moments = ExactMoments::default();
+    }
+
+    /// Sets the bit of every bucket group holding a count in `mask`.
+    pub fn mark_groups(&self, mask: &mut [u64]) {
+        match self.moments.n {
+            0 => {}
+            1 | 2 => {
+                mark_group(mask, bucket_of(self.moments.min));
+                mark_group(mask, bucket_of(self.moments.max));
+            }
+            _ => self.counts.mark_groups(mask),
         }
     }
 
@@ -418,10 +473,7 @@ impl FineModel {
                 self.partial.entry(f).merge(h);
             }
         }
-        share.reset(|h| {
-            h.moments = ExactMoments::default();
-            h.counts.clear();
-        });
+        share.reset(FineHist::clear);
     }
 
     /// The functions of the coming step's wire (see
@@ -520,10 +572,7 @@ impl FineModel {
             masks.extend_from_slice(&reduced.or[k * ROUND1_OR_WORDS..][..MASK_WORDS]);
         }
         // The sums and counts are on the wire: the step's partials are spent.
-        self.partial.reset(|h| {
-            h.counts.clear();
-            h.moments = ExactMoments::default();
-        });
+        self.partial.reset(FineHist::clear);
         self.round = Round::Counts {
             functions,
             heads,

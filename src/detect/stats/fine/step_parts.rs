@@ -31,7 +31,7 @@ impl FineModel {
                 w.min.push(if empty { u64::MAX } else { p.moments.min });
                 w.max.push(if empty { 0 } else { p.moments.max });
                 let or = &mut w.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
-                p.counts.mark_groups(&mut or[..MASK_WORDS]);
+                p.mark_groups(&mut or[..MASK_WORDS]);
                 or[MASK_WORDS] = wire::limb_widths(&p.moments);
             }
             w

@@ -28,6 +28,40 @@ fn buckets_cover_u64_contiguously() {
 }
 
 #[test]
+fn histograms_of_one_or_two_runtimes_merge_clear_and_mark_like_any_other() {
+    let mut seed = 3u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n.max(1)
+    };
+    for _ in 0..2000 {
+        // 0 to 4 runtimes, some of them in buckets many integers wide.
+        let values: Vec<u64> = (0..next(5)).map(|_| next(3000) << next(12)).collect();
+        let mut small = FineHist::default();
+        values.iter().for_each(|&x| small.push(x));
+        let mut into = FineHist::default();
+        for _ in 0..next(4) {
+            into.push(next(500) << next(10));
+        }
+        let mut want = into.clone();
+        values.iter().for_each(|&x| want.push(x));
+        into.merge(&small);
+        assert_eq!(into, want, "{values:?}");
+
+        let (mut fast, mut full) = ([0u64; MASK_WORDS], [0u64; MASK_WORDS]);
+        small.mark_groups(&mut fast);
+        small.counts.mark_groups(&mut full);
+        assert_eq!(fast, full, "{values:?}");
+
+        small.clear();
+        assert_eq!(small.count(), 0);
+        assert_eq!(small.counts.iter().count(), 0, "{values:?}");
+    }
+}
+
+#[test]
 fn counts_window_grows_both_ways() {
     let mut c = Counts::default();
     for b in [500usize, 20, 7000, 501, 0, 7423] {
