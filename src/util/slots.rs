@@ -5,8 +5,10 @@
 //! dense array of partials would cost its full size per function ever seen
 //! and a sweep over all of them at every reset. Here a function costs a
 //! 4-byte slot; the values live in a short list in order of first touch,
-//! and a reset visits only that list. The values are kept for reuse (their
-//! own buffers included), so a steady run allocates nothing per step.
+//! and a reset visits only that list. The values stay where they are,
+//! emptied, and the next step's first touches take them in the same order:
+//! in a steady run the same function gets the same value back (its buffers
+//! already sized for it), nothing is moved and nothing allocated.
 
 /// Values of type `T` for the functions touched since the last
 /// [`Touched::reset`].
@@ -14,10 +16,12 @@
 pub struct Touched<T> {
     /// By function: 1 + its place in `entries`; 0 when untouched.
     slot: Vec<u32>,
-    /// The touched functions and their values, in order of first touch.
+    /// The touched functions and their values, in order of first touch
+    /// (`entries[..live]`); after them, values of earlier steps, emptied,
+    /// waiting for reuse.
     entries: Vec<(u32, T)>,
-    /// Values of earlier steps, cleared, waiting for reuse.
-    spare: Vec<T>,
+    /// How many functions were touched.
+    live: usize,
 }
 
 impl<T> Default for Touched<T> {
@@ -25,7 +29,7 @@ impl<T> Default for Touched<T> {
         Touched {
             slot: Vec::new(),
             entries: Vec::new(),
-            spare: Vec::new(),
+            live: 0,
         }
     }
 }
@@ -40,10 +44,15 @@ impl<T: Default> Touched<T> {
         }
         let at = match self.slot[fi] {
             0 => {
-                let value = self.spare.pop().unwrap_or_default();
-                self.entries.push((f, value));
-                self.slot[fi] = self.entries.len() as u32;
-                self.entries.len() - 1
+                let at = self.live;
+                if at < self.entries.len() {
+                    self.entries[at].0 = f;
+                } else {
+                    self.entries.push((f, T::default()));
+                }
+                self.live += 1;
+                self.slot[fi] = self.live as u32;
+                at
             }
             s => s as usize - 1,
         };
@@ -72,27 +81,27 @@ impl<T> Touched<T> {
 
     /// The touched functions and their values, in order of first touch.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
-        self.entries.iter().map(|(f, v)| (*f, v))
+        self.entries[..self.live].iter().map(|(f, v)| (*f, v))
     }
 
     /// How many functions were touched.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.live
     }
 
     /// Whether no function was touched.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.live == 0
     }
 
-    /// Forgets every touch; `clear` empties each value before it is kept
-    /// for reuse.
+    /// Forgets every touch; `clear` empties each value, which stays for
+    /// reuse.
     pub fn reset(&mut self, mut clear: impl FnMut(&mut T)) {
-        for (f, mut v) in self.entries.drain(..) {
-            self.slot[f as usize] = 0;
-            clear(&mut v);
-            self.spare.push(v);
+        for (f, v) in &mut self.entries[..self.live] {
+            self.slot[*f as usize] = 0;
+            clear(v);
         }
+        self.live = 0;
     }
 }
 
@@ -116,8 +125,17 @@ mod tests {
         t.reset(Vec::clear);
         assert!(t.is_empty());
         assert_eq!(t.get(70_000), None);
-        // A reused value comes back empty.
+        // A reused value comes back empty, the first touched first.
         assert!(t.entry(5).is_empty());
         assert_eq!(t.get_mut(5).map(|v| v.len()), Some(0));
+        t.entry(5).push(4);
+        t.entry(6).push(5);
+        t.entry(7).push(6);
+        assert_eq!(t.len(), 3);
+        let all: Vec<(u32, Vec<u64>)> = t.iter().map(|(f, v)| (f, v.clone())).collect();
+        assert_eq!(all, [(5, vec![4]), (6, vec![5]), (7, vec![6])]);
+        t.reset(Vec::clear);
+        assert_eq!(t.get(7), None);
+        assert!(t.iter().next().is_none());
     }
 }
