@@ -122,98 +122,81 @@ pub struct CopodModel {
     pub local_threshold: f64,
     /// The ratchet `g` (what labels are compared with).
     pub global_threshold: f64,
-    memo: ScoreMemo,
+    /// Which scores the threads' caches hold for this model.
+    generation: Generation,
     /// The bins of the labelling histogram that hold counts (what the next
     /// one resets when it has as many bins).
     filled: Vec<usize>,
 }
 
-/// The scores of recently judged runtimes of one function. Runtimes are
+/// The scores of recently judged runtimes, per thread. Runtimes are
 /// integer microseconds and repeat a lot (a short MPI call takes 2 µs
 /// thousands of times), and a score costs two CDF lookups and two
-/// logarithms. A cache, not part of the model: it starts empty with every
-/// new model, returns exactly what [`CopodModel::score`] computes, and is
-/// ignored by comparisons.
-///
-/// The worker threads judge executions against the same model at once, so
-/// a slot is two atomics: a writer claims the slot (runtime → [`BUSY`])
-/// before it writes the score and then the runtime; a reader takes the
-/// score only if the slot held its runtime before and after reading it.
-/// A score is a pure function of the runtime, so whatever score a slot
-/// holds beside a runtime is that runtime's score, on any thread.
-struct ScoreMemo {
-    slots: [MemoSlot; MEMO_SLOTS],
+/// logarithms. A cache, not part of the model: each thread keeps its own
+/// (no cache line travels between the threads judging the same function),
+/// keyed by the model's [`Generation`] and the runtime, and returns
+/// exactly what [`CopodModel::score`] computes.
+struct ScoreCache {
+    keys: Vec<(u64, u64)>,
+    scores: Vec<f64>,
 }
 
-/// One slot of [`ScoreMemo`]: a runtime and its score's bits.
-#[derive(Default)]
-struct MemoSlot {
-    runtime: AtomicU64,
-    score: AtomicU64,
+/// Slots of a thread's [`ScoreCache`] (direct-mapped): 48 KiB, a few
+/// thousand recurring runtimes over all functions.
+const CACHE_SLOTS_LOG2: u32 = 11;
+
+thread_local! {
+    static SCORES: std::cell::RefCell<ScoreCache> = std::cell::RefCell::new(ScoreCache {
+        keys: vec![(0, 0); 1 << CACHE_SLOTS_LOG2],
+        scores: vec![0.0; 1 << CACHE_SLOTS_LOG2],
+    });
 }
 
-/// Slots of [`ScoreMemo`] (direct-mapped by the runtime's low bits).
-const MEMO_SLOTS: usize = 8;
-/// The runtime of an empty memo slot; that runtime is never memoised, only
-/// computed.
-const EMPTY_SLOT: u64 = u64::MAX;
-/// The runtime of a slot being written; never memoised either.
-const BUSY: u64 = u64::MAX - 1;
-
-impl Default for ScoreMemo {
-    fn default() -> Self {
-        ScoreMemo {
-            slots: std::array::from_fn(|_| MemoSlot {
-                runtime: AtomicU64::new(EMPTY_SLOT),
-                score: AtomicU64::new(0),
-            }),
-        }
-    }
-}
-
-impl Clone for ScoreMemo {
-    /// An empty memo: a cache is not copied with the model.
-    fn clone(&self) -> Self {
-        ScoreMemo::default()
-    }
-}
-
-impl ScoreMemo {
-    fn get_or(&self, value: u64, compute: impl FnOnce() -> f64) -> f64 {
-        if value >= BUSY {
+impl ScoreCache {
+    /// The score of `value` under the model of `generation`: from the
+    /// cache, or `compute`d and kept. Generation 0 is never cached.
+    fn get_or(&mut self, generation: u64, value: u64, compute: impl FnOnce() -> f64) -> f64 {
+        if generation == 0 {
             return compute();
         }
-        let slot = &self.slots[value as usize % MEMO_SLOTS];
-        let held = slot.runtime.load(Ordering::Acquire);
-        if held == value {
-            let bits = slot.score.load(Ordering::Acquire);
-            if slot.runtime.load(Ordering::Acquire) == value {
-                return f64::from_bits(bits);
-            }
+        let mixed = generation.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ value.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+        let slot = (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS_LOG2)) as usize;
+        if self.keys[slot] == (generation, value) {
+            return self.scores[slot];
         }
         let score = compute();
-        let claimed = held != BUSY
-            && slot
-                .runtime
-                .compare_exchange(held, BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok();
-        if claimed {
-            slot.score.store(score.to_bits(), Ordering::Release);
-            slot.runtime.store(value, Ordering::Release);
-        }
+        self.keys[slot] = (generation, value);
+        self.scores[slot] = score;
         score
     }
 }
 
-impl PartialEq for ScoreMemo {
+/// A number that names one state of a model, new at every change (derive
+/// or decode), so that cached scores are never those of another state. A
+/// copy of a model has the same state and keeps it. Not part of the model:
+/// models compare equal whatever their generations.
+#[derive(Clone, Copy, Default)]
+struct Generation(u64);
+
+/// The next [`Generation`] (0 is the default model's, never cached).
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+impl Generation {
+    fn new() -> Self {
+        Generation(NEXT_GENERATION.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl PartialEq for Generation {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
 
-impl std::fmt::Debug for ScoreMemo {
+impl std::fmt::Debug for Generation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ScoreMemo")
+        f.write_str("Generation")
     }
 }
 
@@ -227,7 +210,7 @@ impl Default for CopodModel {
             n_sign: 0.0,
             local_threshold: 0.0,
             global_threshold: initial_global_threshold(),
-            memo: ScoreMemo::default(),
+            generation: Generation::default(),
             filled: Vec::new(),
         }
     }
@@ -260,7 +243,7 @@ impl CopodModel {
         self.skewness = skewness;
         self.p_sign = sign(skewness - 1.0);
         self.n_sign = sign(skewness + 1.0);
-        self.memo = ScoreMemo::default();
+        self.generation = Generation::new();
         // Score range over the bin midpoints, from the reference's start.
         let mut lo = -ALPHA.log2();
         let mut hi = (1.0 + ALPHA).log2() - lo;
@@ -411,11 +394,12 @@ impl Kernel for CopodKernel {
         m.filled.clear();
         m.filled
             .extend((0..m.left.hist.counts.len()).filter(|&b| m.left.hist.counts[b] > 0));
-        m.memo = ScoreMemo::default();
+        m.generation = Generation::new();
     }
 
     fn judge(&self, m: &CopodModel, value: u64) -> Verdict {
-        let score = m.memo.get_or(value, || m.score(value as f64));
+        let compute = || m.score(value as f64);
+        let score = SCORES.with(|c| c.borrow_mut().get_or(m.generation.0, value, compute));
         Verdict::by_threshold(score, m.global_threshold)
     }
 
@@ -486,8 +470,8 @@ mod tests {
     fn memoised_scores_are_the_computed_ones() {
         let m = example();
         let k = CopodKernel::default();
-        // 95, 103 and 111 share a memo slot, and so do 7 and the runtime
-        // that marks an empty slot; every value is judged thrice.
+        // Every value is judged thrice (the first time computed, then
+        // from the cache), u64::MAX and 0 among them.
         for _ in 0..3 {
             for x in [
                 95u64,
@@ -502,6 +486,7 @@ mod tests {
                 250,
                 7,
                 u64::MAX,
+                0,
                 7,
             ] {
                 let (got, want) = (k.judge(&m, x), m.judge(x as f64));
@@ -509,8 +494,8 @@ mod tests {
                 assert_eq!(got.label, want.label, "x={x}");
             }
         }
-        assert_eq!(m, example(), "the memo is not part of the model");
-        assert_eq!(std::mem::size_of::<ScoreMemo>(), 16 * MEMO_SLOTS);
+        assert_eq!(m, example(), "the generation is not part of the model");
+        assert_eq!(std::mem::size_of::<Generation>(), 8);
     }
 
     #[test]
