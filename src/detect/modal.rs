@@ -55,6 +55,7 @@ use super::binned::{BinnedDetector, Kernel};
 use super::stats::fine::{FineHist, StepDelta};
 use super::{Label, ModeSnapshot, ModelSnapshot, Verdict};
 use density::{Cell, Grid, Workspace, NONE};
+use std::sync::OnceLock;
 
 /// Modal parameters.
 #[derive(Debug, Clone)]
@@ -137,7 +138,7 @@ pub struct ModalModel {
 impl ModalModel {
     /// Robust distance of runtime `x` to the nearest normal mode.
     pub fn score(&self, x: u64) -> f64 {
-        let u = (x as f64).ln_1p();
+        let u = log_runtime(x);
         self.normal
             .iter()
             .map(|m| m.distance(u))
@@ -163,6 +164,24 @@ impl ModalModel {
         let lo = (m.centre - self.threshold * m.left).exp_m1().max(0.0);
         let hi = (m.centre + self.threshold * m.right).exp_m1();
         (lo, hi)
+    }
+}
+
+/// Runtimes below this many µs have their `ln(1 + x)` in a table.
+const LOG_TABLE: usize = 4096;
+
+/// `ln(1 + x)` of runtime `x` (µs), the scale on which modes live: from a
+/// table for runtimes below [`LOG_TABLE`] µs (most calls; the table holds
+/// what the expression gives, bit for bit), computed above. Every
+/// execution judged needs it, and `ln_1p` was the largest single cost of
+/// labelling.
+#[inline]
+fn log_runtime(x: u64) -> f64 {
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..LOG_TABLE).map(|v| (v as f64).ln_1p()).collect());
+    match table.get(x as usize) {
+        Some(&u) => u,
+        None => (x as f64).ln_1p(),
     }
 }
 
@@ -507,7 +526,7 @@ impl Kernel for ModalKernel {
     fn expected(&self, m: &ModalModel, hist: &FineHist, value: u64) -> f64 {
         // The code path it took: the slowest normal mode at or below it
         // (a call between two paths took longer than the faster one).
-        let u = (value as f64).ln_1p();
+        let u = log_runtime(value);
         let below = m.normal.iter().map(|mode| mode.centre).filter(|c| *c <= u);
         match below.max_by(f64::total_cmp).or_else(|| {
             m.normal
@@ -524,7 +543,7 @@ impl Kernel for ModalKernel {
         // Fast means faster than every normal code path: below the median
         // of the fastest normal mode. A runtime between two paths took
         // longer than the faster one predicts, so it counts as slow.
-        let u = (value as f64).ln_1p();
+        let u = log_runtime(value);
         m.normal
             .iter()
             .map(|mode| mode.centre)

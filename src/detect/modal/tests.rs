@@ -174,3 +174,15 @@ fn any_split_over_ranks_is_bit_identical() {
         &probes,
     );
 }
+
+#[test]
+fn tabled_log_runtimes_are_the_computed_ones() {
+    let beyond = [LOG_TABLE as u64, 1 << 20, u64::MAX];
+    for x in (0..LOG_TABLE as u64 + 10).chain(beyond) {
+        assert_eq!(
+            log_runtime(x).to_bits(),
+            (x as f64).ln_1p().to_bits(),
+            "x={x}"
+        );
+    }
+}
