@@ -54,8 +54,7 @@ mod tests;
 use super::binned::{BinnedDetector, Kernel};
 use super::stats::fine::{FineHist, StepDelta};
 use super::{Label, ModeSnapshot, ModelSnapshot, Verdict};
-use density::{Cell, Grid, Workspace, NONE};
-use std::sync::OnceLock;
+use density::{log_runtime, Cell, Grid, Workspace, NONE};
 
 /// Modal parameters.
 #[derive(Debug, Clone)]
@@ -164,24 +163,6 @@ impl ModalModel {
         let lo = (m.centre - self.threshold * m.left).exp_m1().max(0.0);
         let hi = (m.centre + self.threshold * m.right).exp_m1();
         (lo, hi)
-    }
-}
-
-/// Runtimes below this many µs have their `ln(1 + x)` in a table.
-const LOG_TABLE: usize = 4096;
-
-/// `ln(1 + x)` of runtime `x` (µs), the scale on which modes live: from a
-/// table for runtimes below [`LOG_TABLE`] µs (most calls; the table holds
-/// what the expression gives, bit for bit), computed above. Every
-/// execution judged needs it, and `ln_1p` was the largest single cost of
-/// labelling.
-#[inline]
-fn log_runtime(x: u64) -> f64 {
-    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| (0..LOG_TABLE).map(|v| (v as f64).ln_1p()).collect());
-    match table.get(x as usize) {
-        Some(&u) => u,
-        None => (x as f64).ln_1p(),
     }
 }
 

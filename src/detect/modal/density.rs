@@ -59,6 +59,24 @@ fn u_edges() -> &'static [(f64, f64)] {
     })
 }
 
+/// Runtimes below this many µs have their `ln(1 + x)` in a table.
+pub(super) const LOG_TABLE: usize = 4096;
+
+/// `ln(1 + x)` of runtime `x` (µs), the scale on which modes live: from a
+/// table for runtimes below [`LOG_TABLE`] µs (most calls; the table holds
+/// what the expression gives, bit for bit), computed above. Every
+/// execution judged needs it, and `ln_1p` was the largest single cost of
+/// labelling.
+#[inline]
+pub(super) fn log_runtime(x: u64) -> f64 {
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..LOG_TABLE).map(|v| (v as f64).ln_1p()).collect());
+    match table.get(x as usize) {
+        Some(&u) => u,
+        None => (x as f64).ln_1p(),
+    }
+}
+
 /// Buffers for deriving one model after another; their contents are
 /// scratch except the memos, which only ever return what `exp` and `powf`
 /// return for the same argument.

@@ -177,6 +177,7 @@ fn any_split_over_ranks_is_bit_identical() {
 
 #[test]
 fn tabled_log_runtimes_are_the_computed_ones() {
+    use super::density::{log_runtime, LOG_TABLE};
     let beyond = [LOG_TABLE as u64, 1 << 20, u64::MAX];
     for x in (0..LOG_TABLE as u64 + 10).chain(beyond) {
         assert_eq!(
