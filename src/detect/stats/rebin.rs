@@ -224,12 +224,7 @@ mod tests {
     #[test]
     fn rebin_points_into_gives_what_rebin_into_gives() {
         let mut seed = 11u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n.max(1)
-        };
+        let mut next = |n: u64| crate::util::hash::splitmix64(&mut seed) % n;
         let (mut filled, mut filled_points) = (Vec::new(), Vec::new());
         for _ in 0..5000 {
             // Increasing integers (some counts 0); the grid's range is that

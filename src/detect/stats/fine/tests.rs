@@ -30,12 +30,7 @@ fn buckets_cover_u64_contiguously() {
 #[test]
 fn histograms_of_one_or_two_runtimes_merge_clear_and_mark_like_any_other() {
     let mut seed = 3u64;
-    let mut next = |n: u64| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) % n.max(1)
-    };
+    let mut next = |n: u64| crate::util::hash::splitmix64(&mut seed) % n;
     for _ in 0..2000 {
         // 0 to 4 runtimes, some of them in buckets many integers wide.
         let values: Vec<u64> = (0..next(5)).map(|_| next(3000) << next(12)).collect();
