@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use rayon::prelude::*;
+
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext};
 use super::summary::{summary_text, write_model, write_summary, RunSummary, SummaryFunctions};
 use super::totals::FunctionTotals;
@@ -14,7 +16,13 @@ use crate::events::Execution;
 
 /// The run's summary (one per AD rank; rank 0 prints and writes).
 pub struct SummaryOutput {
+    /// Counts of the late labels (held back or re-judged executions).
     totals: FunctionTotals,
+    /// Each stream's counts of its steps' settled executions, by the
+    /// stream's index: counted on the worker threads, stream by stream,
+    /// and summed into `totals` at the end (sums of integers: the same
+    /// whatever the order).
+    stream_totals: Vec<FunctionTotals>,
     truth: Option<TruthSet>,
     /// Rows of the top-functions table.
     top: usize,
@@ -37,6 +45,7 @@ impl SummaryOutput {
     ) -> Self {
         SummaryOutput {
             totals: FunctionTotals::default(),
+            stream_totals: Vec::new(),
             truth,
             top,
             model_out,
@@ -85,7 +94,52 @@ impl LabelConsumer for SummaryOutput {
         Ok(())
     }
 
+    /// Each stream's settled executions counted into its own totals on
+    /// the worker threads (a pass over every execution of the step, which
+    /// on the main thread would leave the other cores idle); the ground
+    /// truth, when given, then sees the anomalies in stream order.
+    fn labelled_steps(
+        &mut self,
+        steps: &[LabelledStep<'_>],
+        names: &GlobalNames,
+        pool: &rayon::ThreadPool,
+    ) -> anyhow::Result<()> {
+        let Some(last) = steps.iter().map(|s| s.stream).max() else {
+            return Ok(());
+        };
+        if self.stream_totals.len() <= last {
+            self.stream_totals
+                .resize_with(last + 1, FunctionTotals::default);
+        }
+        let functions = names.functions.len();
+        let mut work: Vec<_> = steps
+            .iter()
+            .map(|s| (s, std::mem::take(&mut self.stream_totals[s.stream])))
+            .collect();
+        pool.install(|| {
+            work.par_iter_mut().for_each(|(s, totals)| {
+                totals.ensure(functions);
+                totals.record_settled(&s.events.executions, s.verdicts, s.settled);
+            });
+        });
+        for (s, totals) in work {
+            self.stream_totals[s.stream] = totals;
+            if let Some(truth) = &mut self.truth {
+                let labelled = s.events.executions.iter().zip(s.verdicts).zip(s.settled);
+                for ((e, v), &settled) in labelled {
+                    if settled {
+                        truth.observe(e, v.label, names);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn report(&mut self, ctx: &RunContext<'_>, summary: &mut RunSummary) -> anyhow::Result<()> {
+        for t in std::mem::take(&mut self.stream_totals) {
+            self.totals.add(&t);
+        }
         // The same length on every rank: the reduction needs it.
         self.totals.ensure(ctx.names.functions.len());
         let totals = self.totals.reduce(ctx.coll);

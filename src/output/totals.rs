@@ -2,7 +2,7 @@
 //! summed over ranks at the end for the summary and `--model-out`.
 
 use crate::collectives::Collectives;
-use crate::detect::Label;
+use crate::detect::{Label, Verdict};
 use crate::events::Execution;
 
 /// Per-function counts of this rank, reduced at the end.
@@ -18,15 +18,50 @@ pub struct FunctionTotals {
 
 impl FunctionTotals {
     /// Makes room for functions `0..n`.
+    #[inline]
     pub fn ensure(&mut self, n: usize) {
         if self.executions.len() < n {
-            self.executions.resize(n, 0);
-            self.anomalies.resize(n, 0);
-            self.unlabeled.resize(n, 0);
+            self.grow(n);
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        self.executions.resize(n, 0);
+        self.anomalies.resize(n, 0);
+        self.unlabeled.resize(n, 0);
+    }
+
+    /// Counts the executions whose label is final (`settled`) with their
+    /// verdicts' labels.
+    pub fn record_settled(
+        &mut self,
+        executions: &[Execution],
+        verdicts: &[Verdict],
+        settled: &[bool],
+    ) {
+        for ((e, v), &settled) in executions.iter().zip(verdicts).zip(settled) {
+            if settled {
+                self.record(e, v.label);
+            }
+        }
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &FunctionTotals) {
+        self.ensure(other.executions.len());
+        let sums = [
+            (&mut self.executions, &other.executions),
+            (&mut self.anomalies, &other.anomalies),
+            (&mut self.unlabeled, &other.unlabeled),
+        ];
+        for (to, from) in sums {
+            to.iter_mut().zip(from).for_each(|(t, f)| *t += f);
         }
     }
 
     /// Counts one execution with its final label.
+    #[inline]
     pub fn record(&mut self, e: &Execution, label: Label) {
         let f = e.function as usize;
         self.ensure(f + 1);

@@ -86,6 +86,8 @@ struct PendingProfile {
 pub struct ProfileShare {
     touched: Touched<PendingProfile>,
     split: Vec<(ExactMoments, ExactMoments)>,
+    /// By counter: the stream's values of the step.
+    counters: Vec<WideMoments>,
 }
 
 impl ProfileShare {
@@ -94,6 +96,22 @@ impl ProfileShare {
     pub fn profile(&mut self, f: u32, inclusive: u64, exclusive: u64) {
         add_execution(&mut self.touched, &mut self.split, f, inclusive, exclusive);
     }
+
+    /// Adds one value of counter `c`.
+    #[inline]
+    pub fn counter(&mut self, c: u32, value: u64) {
+        push_counter(&mut self.counters, c, value);
+    }
+}
+
+/// Adds one value of counter `c` to `counters`.
+#[inline]
+fn push_counter(counters: &mut Vec<WideMoments>, c: u32, value: u64) {
+    let c = c as usize;
+    if c >= counters.len() {
+        counters.resize(c + 1, WideMoments::default());
+    }
+    counters[c].push(value);
 }
 
 /// Adds one execution of function `f` to pending profiles. Leaf calls
@@ -196,17 +214,21 @@ impl RunProfiles {
         }
         share.touched.reset(|e| *e = PendingProfile::default());
         share.split.clear();
+        for (c, theirs) in share.counters.iter_mut().enumerate() {
+            if theirs.n > 0 {
+                if c >= p.counters.len() {
+                    p.counters.resize(c + 1, WideMoments::default());
+                }
+                p.counters[c].merge(theirs);
+                *theirs = WideMoments::default();
+            }
+        }
     }
 
     /// Adds one value of counter `c`.
     #[inline]
     pub fn counter(&mut self, c: u32, value: u64) {
-        let p = self.pending.get_mut();
-        let c = c as usize;
-        if c >= p.counters.len() {
-            p.counters.resize(c + 1, WideMoments::default());
-        }
-        p.counters[c].push(value);
+        push_counter(&mut self.pending.get_mut().counters, c, value);
     }
 
     /// Adds every rank's pending profiles to the totals (collective: every

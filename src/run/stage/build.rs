@@ -56,6 +56,9 @@ pub(super) fn build(
                 if !sharing {
                     s.calls
                         .build_step_into(step, trace, &s.map, &mut s.out, &mut |_| {});
+                    if profiling_on {
+                        profile_counters(s);
+                    }
                     return;
                 }
                 let share = s.share.get_or_insert_with(|| {
@@ -75,6 +78,9 @@ pub(super) fn build(
                 };
                 s.calls
                     .build_step_into(step, trace, &s.map, &mut s.out, &mut on_complete);
+                if profiling_on {
+                    profile_counters(s);
+                }
                 classify_by_size(s, detector, filter, use_inclusive);
             });
         });
@@ -89,11 +95,11 @@ pub(super) fn build(
             for f in s.functions.take() {
                 model.touched.mark(f);
             }
-            if profiling.on {
-                profiling.profiles.absorb(&mut s.profile_share);
-            }
         } else {
             feed(s, model, profiling, modelling, use_inclusive);
+        }
+        if profiling.on {
+            profiling.profiles.absorb(&mut s.profile_share);
         }
         if modelling {
             predict_stream(s, step, model.detector.as_mut(), use_inclusive);
@@ -107,14 +113,16 @@ pub(super) fn build(
         s.keep_rows(trace);
         active.push(i);
     }
-    if profiling.on {
-        for s in streams.iter() {
-            for c in s.out.counters.iter().chain(&s.out.node_state) {
-                profiling.profiles.counter(c.counter, c.value);
-            }
-        }
-    }
     active
+}
+
+/// Adds the stream's counter values of the step to its share of the
+/// profiles (on its worker thread; the moments are exact, so the rank's
+/// profile is the same as if the main thread had added them).
+fn profile_counters(s: &mut OwnedStream) {
+    for c in s.out.counters.iter().chain(&s.out.node_state) {
+        s.profile_share.counter(c.counter, c.value);
+    }
 }
 
 /// Sets the size class of the stream's executions that moved messages,

@@ -133,9 +133,10 @@ fn judge_streams(
             label: Label::Unlabeled,
             score: 0.0,
         };
-        s.verdicts.clear();
+        // Not cleared first: every verdict and flag is written by its
+        // chunk below, so only a step longer than the last one pays for
+        // filling (a clear would refill all of them here, on one thread).
         s.verdicts.resize(n, unset);
-        s.settled.clear();
         s.settled.resize(n, false);
         let (executions, predictions) = (&s.out.executions, &s.predictions);
         let parts = s

@@ -1,9 +1,11 @@
 //! Stage 6, link: the step's slow anomalies of every stream become
 //! incident nodes (with the keys of their messages and their bytes against
-//! the usual), the AD ranks exchange them in one allgather, and every rank
+//! the usual; each stream's on a worker thread), the AD ranks exchange them in one allgather, and every rank
 //! feeds the same sorted list to its incident tracker, which links waits to
 //! the delays that caused them (`incidents::tau`). Only anomalous
 //! executions travel, so the exchange stays small.
+
+use rayon::prelude::*;
 
 use super::StepStreams;
 use crate::detect::size_classes::sized;
@@ -15,6 +17,7 @@ use crate::incidents::tau::{CallClass, Judgement, Node, StreamLinks};
 use crate::output::consumer::LateLabel;
 use crate::run::pipeline::{Linking, ModelState, RunSetup};
 use crate::run::streams::OwnedStream;
+use crate::util::disjoint::many_mut;
 
 /// Links the step's anomalies (and the `late` ones of earlier steps) into
 /// incidents (collective): every rank's nodes are gathered and fed, in
@@ -27,18 +30,31 @@ pub(super) fn link(
     (model, names): (&ModelState, &GlobalNames),
     links: &mut Linking,
 ) {
-    for &i in this.active {
-        let s = &mut streams[i];
-        s.links.observe_step(&s.out);
-        s.widen_span();
-    }
     let classes = &mut links.call_classes;
     while classes.len() < names.functions.len() {
         classes.push(classify(names.functions.name(classes.len() as u32)));
     }
-    let mut words = Vec::new();
     let judging = (model.detector.as_ref(), run.opts.use_inclusive);
-    step_nodes(this, streams, judging, classes, &mut words);
+    // Each stream's messages and anomalies are its own: they are numbered
+    // and encoded on the worker threads, then joined in stream order.
+    let classes = &links.call_classes[..];
+    let step = this.step;
+    let per_stream: Vec<Vec<u64>> = run.pool.install(|| {
+        many_mut(streams, this.active)
+            .into_par_iter()
+            .map(|s| {
+                let mut words = Vec::new();
+                if let Some(s) = s {
+                    s.links.observe_step(&s.out);
+                    s.widen_span();
+                    step_nodes(step, s, judging, classes, &mut words);
+                }
+                words
+            })
+            .collect()
+    });
+    let mut words = Vec::with_capacity(1 + per_stream.iter().map(Vec::len).sum::<usize>());
+    per_stream.iter().for_each(|w| words.extend_from_slice(w));
     late_nodes(this.step, late, judging, classes, &mut words);
     // This rank's rank time so far goes first, so that every rank knows
     // the run's and the floor it makes.
@@ -55,35 +71,32 @@ pub(super) fn link(
     links.tracker.step(this.step, nodes);
 }
 
-/// The nodes of this step's slow anomalies of every active stream,
-/// encoded into `words`.
+/// The nodes of the slow anomalies of stream `s` in step `step`, encoded
+/// into `words`.
 fn step_nodes(
-    this: StepStreams<'_>,
-    streams: &[OwnedStream],
+    step: u64,
+    s: &OwnedStream,
     (detector, inclusive): (&dyn Detector, bool),
     classes: &[CallClass],
     words: &mut Vec<u64>,
 ) {
-    for &i in this.active {
-        let s = &streams[i];
-        let program = s.spec.program;
-        for (k, (e, v)) in s.out.executions.iter().zip(&s.verdicts).enumerate() {
-            if v.label != Label::Anomaly {
-                continue;
-            }
-            let prediction = Prediction::of_execution(&s.predictions, k);
-            let Some((runtime, expected)) = judged(detector, e, prediction, inclusive) else {
-                continue;
-            };
-            let judgement = Judgement {
-                class: classes[e.function as usize],
-                runtime_us: runtime,
-                expected_us: expected,
-                score: v.score,
-                labelled_step: this.step,
-            };
-            s.links.node(program, &s.out, e, judgement).encode(words);
+    let program = s.spec.program;
+    for (k, (e, v)) in s.out.executions.iter().zip(&s.verdicts).enumerate() {
+        if v.label != Label::Anomaly {
+            continue;
         }
+        let prediction = Prediction::of_execution(&s.predictions, k);
+        let Some((runtime, expected)) = judged(detector, e, prediction, inclusive) else {
+            continue;
+        };
+        let judgement = Judgement {
+            class: classes[e.function as usize],
+            runtime_us: runtime,
+            expected_us: expected,
+            score: v.score,
+            labelled_step: step,
+        };
+        s.links.node(program, &s.out, e, judgement).encode(words);
     }
 }
 
