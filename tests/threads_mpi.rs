@@ -126,8 +126,9 @@ fn results_do_not_depend_on_threads_or_ad_ranks() {
     }
 }
 
-/// The "run: ... × N thread(s)" line of a run started under `taskset`.
-fn threads_announced(cpus: &str, dir: &Path) -> String {
+/// What the "run: ... × N thread(s)[ bound to CPUs]" line of a run
+/// started under `taskset` with `extra` flags says of the rank's threads.
+fn threads_announced(cpus: &str, dir: &Path, extra: &[&str]) -> String {
     let data = dir.join("small");
     if !data.exists() {
         synth(
@@ -139,6 +140,7 @@ fn threads_announced(cpus: &str, dir: &Path) -> String {
         .args(["--bind-to", "none", "taskset", "-c", cpus])
         .arg(exe())
         .args(["run", "--no-provenance"])
+        .args(extra)
         .arg("--input")
         .arg(data.join("tau-metrics-demo-{rank}.bp"))
         .output()
@@ -166,8 +168,25 @@ fn threads_announced(cpus: &str, dir: &Path) -> String {
 #[test]
 fn by_default_a_rank_takes_the_cpus_it_is_bound_to() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(threads_announced("0", dir.path()), "1 thread(s)");
+    let d = dir.path();
+    assert_eq!(threads_announced("0", d, &[]), "1 thread(s)");
     if std::thread::available_parallelism().map_or(1, usize::from) >= 2 {
-        assert_eq!(threads_announced("0,1", dir.path()), "2 thread(s)");
+        // As many workers as CPUs: each bound to its own.
+        assert_eq!(
+            threads_announced("0,1", d, &[]),
+            "2 thread(s) bound to CPUs"
+        );
+        let off = ["--bind-workers", "false"];
+        assert_eq!(threads_announced("0,1", d, &off), "2 thread(s)");
+        // More workers than CPUs: left to the kernel, unless asked.
+        assert_eq!(
+            threads_announced("0,1", d, &["--threads", "3"]),
+            "3 thread(s)"
+        );
+        let on = ["--threads", "3", "--bind-workers", "true"];
+        assert_eq!(
+            threads_announced("0,1", d, &on),
+            "3 thread(s) bound to CPUs"
+        );
     }
 }

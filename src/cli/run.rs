@@ -227,6 +227,13 @@ pub struct RunArgs {
     /// slot:PE=N`). Results are the same for any number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    /// Bind worker thread i to the i-th CPU of the rank's affinity mask,
+    /// so that a worker woken for the next part of a step never lands on
+    /// a core that is busy while another sits idle. Default: on when the
+    /// rank has as many worker threads (more than one) as CPUs in its
+    /// mask, the usual case when the job script binds the rank.
+    #[arg(long, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub bind_workers: Option<bool>,
     /// After SIGTERM/SIGINT the AD ranks stop together at the end of the
     /// step and write what they have; a rank that cannot finish within
     /// this many seconds (a peer is gone) exits anyway.
@@ -276,6 +283,7 @@ impl RunArgs {
             max_steps: self.max_steps,
             prefetch: self.prefetch,
             threads: self.threads.map(|n| n as usize),
+            bind_workers: self.bind_workers,
             detector: DetectorSettings {
                 algorithm: self.algorithm,
                 sigma: self.sigma,

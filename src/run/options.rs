@@ -74,6 +74,9 @@ pub struct RunOptions {
     /// Worker threads of the AD rank's analysis (`None`: the CPUs in the
     /// rank's affinity mask).
     pub threads: Option<usize>,
+    /// Bind each worker thread to its own CPU of the rank's affinity mask
+    /// (`None`: when there are as many worker threads as CPUs in it).
+    pub bind_workers: Option<bool>,
 
     // --- detection ---
     /// The detector and its parameters.
@@ -170,6 +173,7 @@ impl Default for RunOptions {
             max_steps: None,
             prefetch: None,
             threads: None,
+            bind_workers: None,
             detector: DetectorSettings::default(),
             use_inclusive: false,
             ignore_regex: None,

@@ -265,14 +265,15 @@ impl<'a> Pipeline<'a> {
         } else {
             Some(1)
         };
-        let pool = Arc::new(super::threads::worker_pool(threads)?);
+        let (pool, bound) = super::threads::worker_pool(threads, opts.bind_workers)?;
+        let pool = Arc::new(pool);
         detector.set_pool(Arc::clone(&pool));
         let threads = pool.current_num_threads();
         let prefetch = opts
             .prefetch
             .unwrap_or(threads >= super::options::PREFETCH_FROM_THREADS);
         if rank == 0 && !opts.quiet {
-            announce(coll, opts, all_specs.len(), (threads, prefetch));
+            announce(coll, opts, all_specs.len(), (threads, bound, prefetch));
         }
         let mut streams: Vec<OwnedStream> = inputs::block_of(&all_specs, rank, size)
             .into_iter()
@@ -455,16 +456,17 @@ fn announce(
     coll: &Collectives,
     opts: &RunOptions,
     streams: usize,
-    (threads, prefetch): (usize, bool),
+    (threads, bound, prefetch): (usize, bool, bool),
 ) {
     print_settings(&opts.settings);
+    let bound = if bound { " bound to CPUs" } else { "" };
     let ahead = if prefetch {
         ", reading a step ahead"
     } else {
         ""
     };
     eprintln!(
-        "run: {streams} stream(s) on {} AD rank(s) × {threads} thread(s){ahead}, engine {}, algorithm {}",
+        "run: {streams} stream(s) on {} AD rank(s) × {threads} thread(s){bound}{ahead}, engine {}, algorithm {}",
         coll.size(),
         opts.inputs.engine,
         opts.detector.algorithm

@@ -11,14 +11,30 @@
 //! results are the same for any number of threads.
 
 /// The worker pool of an AD rank: `requested` threads, or one per CPU of
-/// the affinity mask.
-pub fn worker_pool(requested: Option<usize>) -> anyhow::Result<rayon::ThreadPool> {
-    let threads = requested
-        .unwrap_or_else(crate::sys::affinity::affinity_cpus)
-        .max(1);
-    rayon::ThreadPoolBuilder::new()
+/// the affinity mask; with whether its threads are bound to CPUs (`bind`,
+/// or by default when there are as many threads as CPUs in the mask, more
+/// than one).
+///
+/// Binding matters more than it seems: a step wakes the workers several
+/// times (build, reduce, label), and the kernel places a woken thread on
+/// the core of the thread that woke it when it looks cache-hot, which can
+/// leave a busy core shared while another is idle for milliseconds.
+pub fn worker_pool(
+    requested: Option<usize>,
+    bind: Option<bool>,
+) -> anyhow::Result<(rayon::ThreadPool, bool)> {
+    let cpus = crate::sys::affinity::affinity_cpus();
+    let threads = requested.unwrap_or(cpus).max(1);
+    let bind = bind.unwrap_or(threads > 1 && threads == cpus);
+    let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("chimbuko-worker-{i}"))
+        .start_handler(move |i| {
+            if bind {
+                crate::sys::affinity::bind_this_thread_to_nth_cpu(i);
+            }
+        })
         .build()
-        .map_err(|e| anyhow::anyhow!("cannot start {threads} worker threads: {e}"))
+        .map_err(|e| anyhow::anyhow!("cannot start {threads} worker threads: {e}"))?;
+    Ok((pool, bind))
 }
