@@ -36,8 +36,8 @@ mod step_parts;
 mod wire;
 use counts::mark_group;
 pub use counts::Counts;
-use step_parts::in_chunks;
 pub use step_parts::StepPart;
+use step_parts::CHUNK;
 pub use wire::{lane_bits, push_lanes, read_lanes};
 
 /// log2 of the number of buckets per octave.
@@ -278,7 +278,7 @@ enum Round {
 
 /// What round 1 tells about a function's step: the global count and
 /// extremes, and the layout of its round-2 words.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct StepHead {
     n: u64,
     min: u64,
@@ -417,44 +417,48 @@ impl FineModel {
         functions.truncate(n);
         let partial = &self.partial;
         let fs = &functions;
-        // Each chunk of functions: their heads and their round-2 words.
-        let mut chunks = in_chunks(pool, n, |range| {
+        // Each chunk of functions writes its heads and masks in place and
+        // returns its round-2 words (of lengths known only now).
+        let mut heads = vec![StepHead::default(); n];
+        let mut masks = vec![0; n * MASK_WORDS];
+        let encode = |(c, (heads, masks)): (usize, (&mut [StepHead], &mut [u64]))| {
             let nothing = FineHist::default();
-            let mut heads = Vec::with_capacity(range.len());
             let mut sum = Vec::new();
-            for k in range {
+            for (i, head) in heads.iter_mut().enumerate() {
+                let k = c * CHUNK + i;
                 let or = &reduced.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
-                let head = StepHead {
+                *head = StepHead {
                     n: reduced.sum[k],
                     min: reduced.min[k],
                     max: reduced.max[k],
                     widths: wire::widest_limbs(or[MASK_WORDS]),
                     lane_bits: wire::lane_bits(reduced.sum[k]),
                 };
+                masks[i * MASK_WORDS..(i + 1) * MASK_WORDS].copy_from_slice(&or[..MASK_WORDS]);
                 let p = partial.get(fs[k]).unwrap_or(&nothing);
                 wire::push_sums(&p.moments, head.widths, &mut sum);
                 for g in set_bits(&or[..MASK_WORDS]) {
                     wire::push_group(&p.counts, g, head.lane_bits, &mut sum);
                 }
-                heads.push(head);
             }
-            (heads, sum)
-        });
-        let (heads, sum) = if chunks.len() == 1 {
-            chunks.pop().unwrap_or_default()
-        } else {
-            let mut heads = Vec::with_capacity(n);
-            let mut sum = Vec::with_capacity(chunks.iter().map(|c| c.1.len()).sum());
-            for (h, s) in chunks {
-                heads.extend(h);
-                sum.extend(s);
-            }
-            (heads, sum)
+            sum
         };
-        let mut masks = Vec::with_capacity(n * MASK_WORDS);
-        for k in 0..n {
-            masks.extend_from_slice(&reduced.or[k * ROUND1_OR_WORDS..][..MASK_WORDS]);
-        }
+        let chunks = heads
+            .chunks_mut(CHUNK)
+            .zip(masks.chunks_mut(CHUNK * MASK_WORDS))
+            .enumerate();
+        let mut sums: Vec<Vec<u64>> = match pool {
+            Some(p) if p.current_num_threads() > 1 && n > CHUNK => {
+                let chunks: Vec<_> = chunks.collect();
+                p.install(|| chunks.into_par_iter().map(encode).collect())
+            }
+            _ => chunks.map(encode).collect(),
+        };
+        let sum = if sums.len() == 1 {
+            sums.pop().unwrap_or_default()
+        } else {
+            sums.concat()
+        };
         // The sums and counts are on the wire: the step's partials are spent.
         self.partial.reset(FineHist::clear);
         self.round = Round::Counts {

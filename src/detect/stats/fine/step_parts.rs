@@ -5,6 +5,13 @@
 
 use super::*;
 
+/// One chunk of a round-1 wire being written: its functions' `sum`,
+/// `min`, `max` and `or` words.
+type WireChunk<'a> = (
+    ((&'a mut [u64], &'a mut [u64]), &'a mut [u64]),
+    &'a mut [u64],
+);
+
 impl FineModel {
     /// Round 1: per function the count (SUM), min/MIN, max/MAX, the group
     /// mask and the power sums' limb widths (BOR). The partial power sums
@@ -12,32 +19,48 @@ impl FineModel {
     /// on `pool`'s threads, if given, and the chunks joined in order.
     pub fn take_partial(&mut self, pool: Option<&ThreadPool>) -> Wire {
         let fs = crate::detect::wire_functions(&self.active, self.global.len());
+        let n = fs.len();
         let partial = &self.partial;
-        let chunks = in_chunks(pool, fs.len(), |range| {
-            let n = range.len();
+        // The wire is laid out first and each chunk of functions written
+        // in place: no joining of chunk wires on the main thread.
+        let mut w = Wire {
+            sum: vec![0; n],
+            min: vec![0; n],
+            max: vec![0; n],
+            or: vec![0; n * ROUND1_OR_WORDS],
+            gather: None,
+        };
+        let encode = |(c, (((sum, min), max), or)): (usize, WireChunk<'_>)| {
             let nothing = FineHist::default();
-            let mut w = Wire {
-                sum: Vec::with_capacity(n),
-                min: Vec::with_capacity(n),
-                max: Vec::with_capacity(n),
-                or: vec![0; n * ROUND1_OR_WORDS],
-                gather: None,
-            };
-            for (k, &f) in fs[range].iter().enumerate() {
+            let first = c * CHUNK;
+            for (k, &f) in fs[first..first + sum.len()].iter().enumerate() {
                 // A function of the wire that did not run here adds nothing.
                 let p = partial.get(f).unwrap_or(&nothing);
                 let empty = p.moments.n == 0;
-                w.sum.push(p.moments.n);
-                w.min.push(if empty { u64::MAX } else { p.moments.min });
-                w.max.push(if empty { 0 } else { p.moments.max });
-                let or = &mut w.or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
+                sum[k] = p.moments.n;
+                min[k] = if empty { u64::MAX } else { p.moments.min };
+                max[k] = if empty { 0 } else { p.moments.max };
+                let or = &mut or[k * ROUND1_OR_WORDS..(k + 1) * ROUND1_OR_WORDS];
                 p.mark_groups(&mut or[..MASK_WORDS]);
                 or[MASK_WORDS] = wire::limb_widths(&p.moments);
             }
-            w
-        });
+        };
+        let chunks = w
+            .sum
+            .chunks_mut(CHUNK)
+            .zip(w.min.chunks_mut(CHUNK))
+            .zip(w.max.chunks_mut(CHUNK))
+            .zip(w.or.chunks_mut(CHUNK * ROUND1_OR_WORDS))
+            .enumerate();
+        match pool {
+            Some(p) if p.current_num_threads() > 1 && n > CHUNK => {
+                let chunks: Vec<_> = chunks.collect();
+                p.install(|| chunks.into_par_iter().for_each(encode));
+            }
+            _ => chunks.for_each(encode),
+        }
         self.round = Round::Idle;
-        join_wires(chunks)
+        w
     }
 
     /// Round 2's merge cut per function: where each function's words lie
@@ -139,44 +162,3 @@ impl StepPart<'_> {
 
 /// Functions per unit of parallel work when a step's wire is encoded.
 pub(super) const CHUNK: usize = 256;
-
-/// `work` over `0..n` cut in chunks of [`CHUNK`] on `pool`'s threads
-/// when it has more than one (else over `0..n` at once); the results in
-/// chunk order.
-pub(super) fn in_chunks<T: Send>(
-    pool: Option<&ThreadPool>,
-    n: usize,
-    work: impl Fn(std::ops::Range<usize>) -> T + Sync + Send,
-) -> Vec<T> {
-    match pool {
-        Some(p) if p.current_num_threads() > 1 && n > CHUNK => {
-            let ranges: Vec<_> = (0..n.div_ceil(CHUNK))
-                .map(|c| c * CHUNK..((c + 1) * CHUNK).min(n))
-                .collect();
-            p.install(|| ranges.into_par_iter().map(work).collect())
-        }
-        _ => vec![work(0..n)],
-    }
-}
-
-/// Round-1 wires of consecutive chunks of functions joined into one.
-pub(super) fn join_wires(mut chunks: Vec<Wire>) -> Wire {
-    if chunks.len() == 1 {
-        return chunks.pop().unwrap_or_default();
-    }
-    let n: usize = chunks.iter().map(|w| w.sum.len()).sum();
-    let mut w = Wire {
-        sum: Vec::with_capacity(n),
-        min: Vec::with_capacity(n),
-        max: Vec::with_capacity(n),
-        or: Vec::with_capacity(n * ROUND1_OR_WORDS),
-        gather: None,
-    };
-    for c in chunks {
-        w.sum.extend(c.sum);
-        w.min.extend(c.min);
-        w.max.extend(c.max);
-        w.or.extend(c.or);
-    }
-    w
-}
