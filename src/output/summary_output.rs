@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::consumer::{LabelConsumer, LabelledStep, LateLabel, RunContext};
 use super::summary::{summary_text, write_model, write_summary, RunSummary, SummaryFunctions};
-use super::totals::FunctionTotals;
+use super::totals::{FunctionTotals, StepCounts};
 use super::truth::TruthSet;
 use crate::detect::Label;
 use crate::events::names::GlobalNames;
@@ -16,13 +16,11 @@ use crate::events::Execution;
 
 /// The run's summary (one per AD rank; rank 0 prints and writes).
 pub struct SummaryOutput {
-    /// Counts of the late labels (held back or re-judged executions).
     totals: FunctionTotals,
-    /// Each stream's counts of its steps' settled executions, by the
-    /// stream's index: counted on the worker threads, stream by stream,
-    /// and summed into `totals` at the end (sums of integers: the same
-    /// whatever the order).
-    stream_totals: Vec<FunctionTotals>,
+    /// Each stream's counts of its step's settled executions, by the
+    /// stream's index: counted on the worker threads, then added to
+    /// `totals` (sums of integers: the same whatever the order).
+    stream_counts: Vec<StepCounts>,
     truth: Option<TruthSet>,
     /// Rows of the top-functions table.
     top: usize,
@@ -45,7 +43,7 @@ impl SummaryOutput {
     ) -> Self {
         SummaryOutput {
             totals: FunctionTotals::default(),
-            stream_totals: Vec::new(),
+            stream_counts: Vec::new(),
             truth,
             top,
             model_out,
@@ -107,23 +105,23 @@ impl LabelConsumer for SummaryOutput {
         let Some(last) = steps.iter().map(|s| s.stream).max() else {
             return Ok(());
         };
-        if self.stream_totals.len() <= last {
-            self.stream_totals
-                .resize_with(last + 1, FunctionTotals::default);
+        if self.stream_counts.len() <= last {
+            self.stream_counts
+                .resize_with(last + 1, StepCounts::default);
         }
-        let functions = names.functions.len();
         let mut work: Vec<_> = steps
             .iter()
-            .map(|s| (s, std::mem::take(&mut self.stream_totals[s.stream])))
+            .map(|s| (s, std::mem::take(&mut self.stream_counts[s.stream])))
             .collect();
         pool.install(|| {
-            work.par_iter_mut().for_each(|(s, totals)| {
-                totals.ensure(functions);
-                totals.record_settled(&s.events.executions, s.verdicts, s.settled);
+            work.par_iter_mut().for_each(|(s, counts)| {
+                counts.record_settled(&s.events.executions, s.verdicts, s.settled);
             });
         });
-        for (s, totals) in work {
-            self.stream_totals[s.stream] = totals;
+        for (s, mut counts) in work {
+            self.totals.add_step(&counts);
+            counts.clear();
+            self.stream_counts[s.stream] = counts;
             if let Some(truth) = &mut self.truth {
                 let labelled = s.events.executions.iter().zip(s.verdicts).zip(s.settled);
                 for ((e, v), &settled) in labelled {
@@ -137,9 +135,6 @@ impl LabelConsumer for SummaryOutput {
     }
 
     fn report(&mut self, ctx: &RunContext<'_>, summary: &mut RunSummary) -> anyhow::Result<()> {
-        for t in std::mem::take(&mut self.stream_totals) {
-            self.totals.add(&t);
-        }
         // The same length on every rank: the reduction needs it.
         self.totals.ensure(ctx.names.functions.len());
         let totals = self.totals.reduce(ctx.coll);

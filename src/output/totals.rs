@@ -4,6 +4,7 @@
 use crate::collectives::Collectives;
 use crate::detect::{Label, Verdict};
 use crate::events::Execution;
+use crate::util::slots::Touched;
 
 /// Per-function counts of this rank, reduced at the end.
 #[derive(Debug, Default, Clone)]
@@ -32,31 +33,14 @@ impl FunctionTotals {
         self.unlabeled.resize(n, 0);
     }
 
-    /// Counts the executions whose label is final (`settled`) with their
-    /// verdicts' labels.
-    pub fn record_settled(
-        &mut self,
-        executions: &[Execution],
-        verdicts: &[Verdict],
-        settled: &[bool],
-    ) {
-        for ((e, v), &settled) in executions.iter().zip(verdicts).zip(settled) {
-            if settled {
-                self.record(e, v.label);
-            }
-        }
-    }
-
-    /// Adds `other`'s counts to these.
-    pub fn add(&mut self, other: &FunctionTotals) {
-        self.ensure(other.executions.len());
-        let sums = [
-            (&mut self.executions, &other.executions),
-            (&mut self.anomalies, &other.anomalies),
-            (&mut self.unlabeled, &other.unlabeled),
-        ];
-        for (to, from) in sums {
-            to.iter_mut().zip(from).for_each(|(t, f)| *t += f);
+    /// Adds the counts of the functions in `step` (see [`StepCounts`]).
+    pub fn add_step(&mut self, step: &StepCounts) {
+        for (f, c) in step.by_function.iter() {
+            let f = f as usize;
+            self.ensure(f + 1);
+            self.executions[f] += c.executions;
+            self.anomalies[f] += c.anomalies;
+            self.unlabeled[f] += c.unlabeled;
         }
     }
 
@@ -86,5 +70,49 @@ impl FunctionTotals {
             anomalies: g[n..2 * n].to_vec(),
             unlabeled: g[2 * n..].to_vec(),
         }
+    }
+}
+
+/// One stream's counts of a step, for the functions it ran only (a
+/// stream's step touches few of a run's functions): made on a worker
+/// thread, added to the rank's [`FunctionTotals`] on the main thread.
+#[derive(Debug, Default)]
+pub struct StepCounts {
+    by_function: Touched<LabelTally>,
+}
+
+/// Executions, anomalies and unlabelled executions of one function.
+#[derive(Debug, Default, Clone, Copy)]
+struct LabelTally {
+    executions: u64,
+    anomalies: u64,
+    unlabeled: u64,
+}
+
+impl StepCounts {
+    /// Counts the executions whose label is final (`settled`) with their
+    /// verdicts' labels.
+    pub fn record_settled(
+        &mut self,
+        executions: &[Execution],
+        verdicts: &[Verdict],
+        settled: &[bool],
+    ) {
+        for ((e, v), &settled) in executions.iter().zip(verdicts).zip(settled) {
+            if settled {
+                let t = self.by_function.entry(e.function);
+                t.executions += 1;
+                match v.label {
+                    Label::Anomaly => t.anomalies += 1,
+                    Label::Unlabeled => t.unlabeled += 1,
+                    Label::Normal => {}
+                }
+            }
+        }
+    }
+
+    /// Forgets the counts (keeping the buffers).
+    pub fn clear(&mut self) {
+        self.by_function.reset(|t| *t = LabelTally::default());
     }
 }
