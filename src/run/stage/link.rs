@@ -53,13 +53,13 @@ pub(super) fn link(
             })
             .collect()
     });
-    let mut words = Vec::with_capacity(1 + per_stream.iter().map(Vec::len).sum::<usize>());
-    per_stream.iter().for_each(|w| words.extend_from_slice(w));
-    late_nodes(this.step, late, judging, classes, &mut words);
     // This rank's rank time so far goes first, so that every rank knows
     // the run's and the floor it makes.
     let span: u64 = streams.iter().map(|s| s.covered_us()).sum();
-    words.insert(0, span);
+    let mut words = Vec::with_capacity(1 + per_stream.iter().map(Vec::len).sum::<usize>());
+    words.push(span);
+    per_stream.iter().for_each(|w| words.extend_from_slice(w));
+    late_nodes(this.step, late, judging, classes, &mut words);
     let gathered = run.coll.allgather_words(&words);
     links
         .tracker
