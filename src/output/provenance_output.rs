@@ -236,18 +236,6 @@ impl LabelConsumer for ProvenanceOutput {
         Ok(())
     }
 
-    fn labelled_step(&mut self, s: &LabelledStep<'_>, names: &GlobalNames) -> anyhow::Result<()> {
-        let (Some(w), Some(p)) = (self.writer.as_mut(), self.streams.get_mut(s.stream)) else {
-            return Ok(());
-        };
-        p.observe_metadata(s.new_attributes, &mut w.metadata);
-        if let Some(sampler) = self.samples.as_mut() {
-            sampler.offer_step(s, names);
-        }
-        offer_step(p, s, &self.settings.records);
-        Ok(())
-    }
-
     /// The metadata and samples of every stream in order, then each
     /// stream's offers on the worker threads: a stream's provenance state
     /// is its own.

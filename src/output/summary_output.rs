@@ -83,15 +83,6 @@ impl LabelConsumer for SummaryOutput {
         Ok(())
     }
 
-    fn labelled_step(&mut self, s: &LabelledStep<'_>, names: &GlobalNames) -> anyhow::Result<()> {
-        for ((e, v), settled) in s.events.executions.iter().zip(s.verdicts).zip(s.settled) {
-            if *settled {
-                self.count(e, v.label, names);
-            }
-        }
-        Ok(())
-    }
-
     /// Each stream's settled executions counted into its own totals on
     /// the worker threads (a pass over every execution of the step, which
     /// on the main thread would leave the other cores idle); the ground

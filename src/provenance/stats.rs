@@ -100,18 +100,17 @@ impl ProfileShare {
     /// Adds one value of counter `c`.
     #[inline]
     pub fn counter(&mut self, c: u32, value: u64) {
-        push_counter(&mut self.counters, c, value);
+        counter_slot(&mut self.counters, c as usize).push(value);
     }
 }
 
-/// Adds one value of counter `c` to `counters`.
+/// The moments of counter `c` in `counters` (by counter), made room for.
 #[inline]
-fn push_counter(counters: &mut Vec<WideMoments>, c: u32, value: u64) {
-    let c = c as usize;
+fn counter_slot(counters: &mut Vec<WideMoments>, c: usize) -> &mut WideMoments {
     if c >= counters.len() {
         counters.resize(c + 1, WideMoments::default());
     }
-    counters[c].push(value);
+    &mut counters[c]
 }
 
 /// Adds one execution of function `f` to pending profiles. Leaf calls
@@ -194,8 +193,8 @@ impl RunProfiles {
     }
 
     /// Adds a stream's share (gathered on a worker thread) to this rank's
-    /// pending profile, as if each of its executions had been profiled
-    /// here, and empties the share for reuse.
+    /// pending profile, as if each of its executions and counter values had
+    /// been profiled here, and empties the share for reuse.
     pub fn absorb(&mut self, share: &mut ProfileShare) {
         let p = self.pending.get_mut();
         for (f, theirs) in share.touched.iter() {
@@ -216,19 +215,10 @@ impl RunProfiles {
         share.split.clear();
         for (c, theirs) in share.counters.iter_mut().enumerate() {
             if theirs.n > 0 {
-                if c >= p.counters.len() {
-                    p.counters.resize(c + 1, WideMoments::default());
-                }
-                p.counters[c].merge(theirs);
+                counter_slot(&mut p.counters, c).merge(theirs);
                 *theirs = WideMoments::default();
             }
         }
-    }
-
-    /// Adds one value of counter `c`.
-    #[inline]
-    pub fn counter(&mut self, c: u32, value: u64) {
-        push_counter(&mut self.pending.get_mut().counters, c, value);
     }
 
     /// Adds every rank's pending profiles to the totals (collective: every

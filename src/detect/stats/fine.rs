@@ -37,7 +37,7 @@ mod wire;
 use counts::mark_group;
 pub use counts::Counts;
 pub use step_parts::StepPart;
-use step_parts::CHUNK;
+use step_parts::{on_chunks, CHUNK};
 pub use wire::{lane_bits, push_lanes, read_lanes};
 
 /// log2 of the number of buckets per octave.
@@ -447,13 +447,7 @@ impl FineModel {
             .chunks_mut(CHUNK)
             .zip(masks.chunks_mut(CHUNK * MASK_WORDS))
             .enumerate();
-        let mut sums: Vec<Vec<u64>> = match pool {
-            Some(p) if p.current_num_threads() > 1 && n > CHUNK => {
-                let chunks: Vec<_> = chunks.collect();
-                p.install(|| chunks.into_par_iter().map(encode).collect())
-            }
-            _ => chunks.map(encode).collect(),
-        };
+        let mut sums = on_chunks(pool, n, chunks, encode);
         let sum = if sums.len() == 1 {
             sums.pop().unwrap_or_default()
         } else {

@@ -16,7 +16,7 @@ impl FineModel {
     /// Round 1: per function the count (SUM), min/MIN, max/MAX, the group
     /// mask and the power sums' limb widths (BOR). The partial power sums
     /// and counts stay until round 2. The functions are encoded in chunks
-    /// on `pool`'s threads, if given, and the chunks joined in order.
+    /// on `pool`'s threads, if given, each into its own slice of the wire.
     pub fn take_partial(&mut self, pool: Option<&ThreadPool>) -> Wire {
         let fs = crate::detect::wire_functions(&self.active, self.global.len());
         let n = fs.len();
@@ -52,13 +52,7 @@ impl FineModel {
             .zip(w.max.chunks_mut(CHUNK))
             .zip(w.or.chunks_mut(CHUNK * ROUND1_OR_WORDS))
             .enumerate();
-        match pool {
-            Some(p) if p.current_num_threads() > 1 && n > CHUNK => {
-                let chunks: Vec<_> = chunks.collect();
-                p.install(|| chunks.into_par_iter().for_each(encode));
-            }
-            _ => chunks.for_each(encode),
-        }
+        on_chunks(pool, n, chunks, encode);
         self.round = Round::Idle;
         w
     }
@@ -162,3 +156,21 @@ impl StepPart<'_> {
 
 /// Functions per unit of parallel work when a step's wire is encoded.
 pub(super) const CHUNK: usize = 256;
+
+/// `work` on each of `chunks` (the chunks of [`CHUNK`] of `n` functions),
+/// on `pool`'s threads when it has more than one and there is more than
+/// one chunk, else one after the other; the results in chunk order.
+pub(super) fn on_chunks<C: Send, R: Send>(
+    pool: Option<&ThreadPool>,
+    n: usize,
+    chunks: impl Iterator<Item = C>,
+    work: impl Fn(C) -> R + Sync + Send,
+) -> Vec<R> {
+    match pool {
+        Some(p) if p.current_num_threads() > 1 && n > CHUNK => {
+            let chunks: Vec<C> = chunks.collect();
+            p.install(|| chunks.into_par_iter().map(work).collect())
+        }
+        _ => chunks.map(work).collect(),
+    }
+}
