@@ -179,12 +179,30 @@ impl ScoreCache {
 #[derive(Clone, Copy, Default)]
 struct Generation(u64);
 
-/// The next [`Generation`] (0 is the default model's, never cached).
-static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+/// The first [`Generation`] of the next block a thread takes (0 is the
+/// default model's, never cached).
+static NEXT_GENERATION_BLOCK: AtomicU64 = AtomicU64::new(1);
+
+/// Generations a thread takes at once: one shared counter bumped per
+/// derivation would travel between the cores deriving a step's models.
+const GENERATION_BLOCK: u64 = 1 << 16;
+
+thread_local! {
+    /// The calling thread's next generation and the end of its block.
+    static GENERATIONS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 impl Generation {
     fn new() -> Self {
-        Generation(NEXT_GENERATION.fetch_add(1, Ordering::Relaxed))
+        GENERATIONS.with(|g| {
+            let (mut next, mut end) = g.get();
+            if next == end {
+                next = NEXT_GENERATION_BLOCK.fetch_add(GENERATION_BLOCK, Ordering::Relaxed);
+                end = next + GENERATION_BLOCK;
+            }
+            g.set((next + 1, end));
+            Generation(next)
+        })
     }
 }
 

@@ -287,6 +287,10 @@ struct StepHead {
     widths: [u8; 4],
     /// Bits per bucket count on the wire.
     lane_bits: u32,
+    /// Round-2 words of the function: its power sums' limbs and the
+    /// counts of its marked groups (the same on every rank, as the
+    /// widths, lane bits and mask are).
+    words: u32,
 }
 
 /// Global fine histograms of every function plus this rank's partial of the
@@ -350,14 +354,13 @@ impl FineModel {
     }
 
     /// Adds a stream's share of the step (see `detect::stream_partial`)
-    /// to this rank's partial, and empties the share for reuse.
-    pub fn absorb(&mut self, share: &mut Touched<FineHist>) {
+    /// to this rank's partial.
+    pub fn absorb(&mut self, share: &Touched<FineHist>) {
         for (f, h) in share.iter() {
             if (f as usize) < self.global.len() {
                 self.partial.entry(f).merge(h);
             }
         }
-        share.reset(FineHist::clear);
     }
 
     /// The functions of the coming step's wire (see
@@ -433,13 +436,18 @@ impl FineModel {
                     max: reduced.max[k],
                     widths: wire::widest_limbs(or[MASK_WORDS]),
                     lane_bits: wire::lane_bits(reduced.sum[k]),
+                    words: 0,
                 };
                 masks[i * MASK_WORDS..(i + 1) * MASK_WORDS].copy_from_slice(&or[..MASK_WORDS]);
                 let p = partial.get(fs[k]).unwrap_or(&nothing);
+                let start = sum.len();
                 wire::push_sums(&p.moments, head.widths, &mut sum);
                 for g in set_bits(&or[..MASK_WORDS]) {
                     wire::push_group(&p.counts, g, head.lane_bits, &mut sum);
                 }
+                // Where each function's words lie is known here, on the
+                // workers, rather than recounted from the masks later.
+                head.words = (sum.len() - start) as u32;
             }
             sum
         };

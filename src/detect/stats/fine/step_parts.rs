@@ -69,11 +69,8 @@ impl FineModel {
         } = &self.merged;
         let mut spans = Vec::with_capacity(functions.len());
         let mut pos = 0usize;
-        for (k, head) in heads.iter().enumerate().take(functions.len()) {
-            let mask = &masks[k * MASK_WORDS..(k + 1) * MASK_WORDS];
-            let groups = mask.iter().map(|w| w.count_ones() as usize).sum::<usize>();
-            let limbs = head.widths.iter().map(|&w| usize::from(w)).sum::<usize>();
-            let len = limbs + groups * wire::words_per_group(head.lane_bits);
+        for head in heads.iter().take(functions.len()) {
+            let len = head.words as usize;
             if pos + len > reduced.sum.len() {
                 break;
             }
