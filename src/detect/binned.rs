@@ -259,7 +259,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         Some(StreamPartial::Fine(Default::default()))
     }
 
-    fn absorb(&mut self, share: &mut StreamPartial) {
+    fn absorb(&mut self, share: &StreamPartial) {
         if let StreamPartial::Fine(t) = share {
             self.fine.absorb(t);
         }

@@ -30,7 +30,7 @@ macro_rules! forward_to_inner {
         fn stream_partial(&self) -> Option<$crate::detect::stream_partial::StreamPartial> {
             self.inner.stream_partial()
         }
-        fn absorb(&mut self, share: &mut $crate::detect::stream_partial::StreamPartial) {
+        fn absorb(&mut self, share: &$crate::detect::stream_partial::StreamPartial) {
             self.inner.absorb(share);
         }
         fn set_function_threshold(&mut self, function: u32, value: f64) {

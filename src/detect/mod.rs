@@ -361,8 +361,11 @@ pub trait Detector: Send + Sync {
     }
     /// Adds a stream's share (from [`Detector::stream_partial`]) to this
     /// rank's partial model, as if each of its runtimes had been
-    /// observed, and empties it for reuse.
-    fn absorb(&mut self, _share: &mut stream_partial::StreamPartial) {}
+    /// observed. The share is left as it is: the stream empties it on its
+    /// worker thread before its next build ([`StreamPartial::clear`]).
+    ///
+    /// [`StreamPartial::clear`]: stream_partial::StreamPartial::clear
+    fn absorb(&mut self, _share: &stream_partial::StreamPartial) {}
     /// The function id of `function`'s message-size class `class`, once
     /// agreed (see [`size_classes`]); `None` without size classes.
     fn size_key(&self, _function: u32, _class: u8) -> Option<u32> {

@@ -142,14 +142,13 @@ impl Detector for Sstd {
         Some(StreamPartial::Moments(Touched::default()))
     }
 
-    fn absorb(&mut self, share: &mut StreamPartial) {
+    fn absorb(&mut self, share: &StreamPartial) {
         if let StreamPartial::Moments(t) = share {
             for (f, m) in t.iter() {
                 if (f as usize) < self.global.len() {
                     self.partial.entry(f).merge(m);
                 }
             }
-            t.reset(|m| *m = ExactMoments::default());
         }
     }
 

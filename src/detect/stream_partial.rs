@@ -22,6 +22,17 @@ pub enum StreamPartial {
 }
 
 impl StreamPartial {
+    /// Empties the share for the stream's next step, keeping each
+    /// function's buffers. Done by the stream's worker before it builds
+    /// (not by the main thread after absorbing it): with thousands of
+    /// functions a step, emptying is a pass over all of them.
+    pub fn clear(&mut self) {
+        match self {
+            StreamPartial::Moments(t) => t.reset(|m| *m = ExactMoments::default()),
+            StreamPartial::Fine(t) => t.reset(FineHist::clear),
+        }
+    }
+
     /// Adds one runtime of `function`.
     #[inline]
     pub fn observe(&mut self, function: u32, value: u64) {

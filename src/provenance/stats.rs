@@ -102,6 +102,16 @@ impl ProfileShare {
     pub fn counter(&mut self, c: u32, value: u64) {
         counter_slot(&mut self.counters, c as usize).push(value);
     }
+
+    /// Empties the share for the stream's next step (on its worker thread,
+    /// before it builds: a pass over every function the stream ran).
+    pub fn clear(&mut self) {
+        self.touched.reset(|e| *e = PendingProfile::default());
+        self.split.clear();
+        for c in self.counters.iter_mut().filter(|c| c.n > 0) {
+            *c = WideMoments::default();
+        }
+    }
 }
 
 /// The moments of counter `c` in `counters` (by counter), made room for.
@@ -194,8 +204,9 @@ impl RunProfiles {
 
     /// Adds a stream's share (gathered on a worker thread) to this rank's
     /// pending profile, as if each of its executions and counter values had
-    /// been profiled here, and empties the share for reuse.
-    pub fn absorb(&mut self, share: &mut ProfileShare) {
+    /// been profiled here. The stream empties the share before its next
+    /// build ([`ProfileShare::clear`]).
+    pub fn absorb(&mut self, share: &ProfileShare) {
         let p = self.pending.get_mut();
         for (f, theirs) in share.touched.iter() {
             let mine = p.touched.entry(f);
@@ -211,12 +222,9 @@ impl RunProfiles {
                 my_exc.merge(exc);
             }
         }
-        share.touched.reset(|e| *e = PendingProfile::default());
-        share.split.clear();
-        for (c, theirs) in share.counters.iter_mut().enumerate() {
+        for (c, theirs) in share.counters.iter().enumerate() {
             if theirs.n > 0 {
                 counter_slot(&mut p.counters, c).merge(theirs);
-                *theirs = WideMoments::default();
             }
         }
     }

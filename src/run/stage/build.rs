@@ -53,6 +53,9 @@ pub(super) fn build(
         pool.install(|| {
             work.par_iter_mut().for_each(|(_, s, trace)| {
                 let s = &mut **s;
+                // The last step's profile share was absorbed; emptied
+                // here, on the worker, rather than on the main thread.
+                s.profile_share.clear();
                 if !sharing {
                     s.calls
                         .build_step_into(step, trace, &s.map, &mut s.out, &mut |_| {});
@@ -66,6 +69,9 @@ pub(super) fn build(
                         .stream_partial()
                         .expect("the detector gives shares (checked above)")
                 });
+                // The last step's share was absorbed; it is emptied here,
+                // on the worker, rather than on the main thread.
+                share.clear();
                 let (functions, profile) = (&mut s.functions, &mut s.profile_share);
                 let mut on_complete = |e: &Execution| {
                     if !filter.is_ignored(e.function) {
@@ -88,7 +94,7 @@ pub(super) fn build(
     let mut active = Vec::with_capacity(work.len());
     for (i, s, trace) in work {
         if sharing {
-            if let Some(share) = &mut s.share {
+            if let Some(share) = &s.share {
                 model.detector.absorb(share);
             }
             model.detector.note_size_classes(&s.unknown_classes);
@@ -99,7 +105,7 @@ pub(super) fn build(
             feed(s, model, profiling, modelling, use_inclusive);
         }
         if profiling.on {
-            profiling.profiles.absorb(&mut s.profile_share);
+            profiling.profiles.absorb(&s.profile_share);
         }
         if modelling {
             predict_stream(s, step, model.detector.as_mut(), use_inclusive);
