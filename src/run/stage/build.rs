@@ -53,8 +53,9 @@ pub(super) fn build(
         pool.install(|| {
             work.par_iter_mut().for_each(|(_, s, trace)| {
                 let s = &mut **s;
-                // The last step's profile share was absorbed; emptied
-                // here, on the worker, rather than on the main thread.
+                // The stream's shares of the last step were absorbed: the
+                // worker empties them (a pass over every function the
+                // stream ran), not the main thread.
                 s.profile_share.clear();
                 if !sharing {
                     s.calls
@@ -69,8 +70,6 @@ pub(super) fn build(
                         .stream_partial()
                         .expect("the detector gives shares (checked above)")
                 });
-                // The last step's share was absorbed; it is emptied here,
-                // on the worker, rather than on the main thread.
                 share.clear();
                 let (functions, profile) = (&mut s.functions, &mut s.profile_share);
                 let mut on_complete = |e: &Execution| {
