@@ -14,12 +14,13 @@ use rayon::prelude::*;
 
 use super::sharing::{push_framed, ModelSharing};
 use super::stats::fine::{
-    bucket_bounds, FineHist, FineModel, StepDelta, StepPart, GROUP, ROUND1_OR_WORDS, SUB_BITS,
+    bucket_bounds, FineHist, FineModel, StepChunk, StepDelta, GROUP, MERGE_CHUNK, ROUND1_OR_WORDS,
+    SUB_BITS,
 };
 use super::stream_partial::StreamPartial;
 use super::{moments_json, Detector, Label, ModelSnapshot, Verdict, Wire};
 use crate::util::bits;
-use crate::util::disjoint::many_mut;
+use crate::util::disjoint::{many_mut, stretches_mut};
 use crate::util::hash::Fnv1a;
 
 /// Functions per unit of the parallel encoding of this rank's shared
@@ -90,6 +91,15 @@ pub trait Kernel: Send + Sync + Clone {
     /// same `count`.
     fn decode(&self, _model: &mut Self::Model, _count: u64, _words: &[u64]) {}
 }
+
+/// One chunk of a step's round-2 merge with the models of its stretch of
+/// functions (and the index of the first) and which of its functions this
+/// rank derives.
+type MergeJob<'a, K> = (
+    StepChunk<'a>,
+    (&'a mut [<K as Kernel>::Model], usize),
+    &'a [bool],
+);
 
 /// A detector on the exact fine histogram, specialised by a [`Kernel`].
 pub struct BinnedDetector<K: Kernel> {
@@ -273,7 +283,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             return;
         }
         let share = sharing.enabled() && kernel.shares_models();
-        let Some(parts) = self.fine.merge_round(reduced, pool) else {
+        let Some(chunks) = self.fine.merge_round(reduced, pool) else {
             return;
         };
         // Which functions this rank derives (with sharing, those dealt to
@@ -281,58 +291,64 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
         // rank deals them.
         let changed = &mut self.changed;
         changed.clear();
-        let derives: Vec<bool> = parts
-            .iter()
-            .map(|p| {
-                let f = p.function;
-                let mine = p.has_data() && f < models.len() && (!share || sharing.deal(f as u32));
+        let mut derives = Vec::with_capacity(chunks.len() * MERGE_CHUNK);
+        for c in &chunks {
+            for (k, &f) in c.functions().iter().enumerate() {
+                let mine = c.has_data(k) && f < models.len() && (!share || sharing.deal(f as u32));
                 if mine {
                     changed.push(f);
                 }
-                mine
-            })
-            .collect();
-        let functions: Vec<usize> = parts.iter().map(|p| p.function).collect();
+                derives.push(mine);
+            }
+        }
         let (thresholds, default) = (&self.threshold_of, kernel.default_threshold());
-        // Each function's merge and derivation touch only its own
-        // histogram and model, so they run on the worker threads (each
-        // with its own kernel's buffers) with the same result as one after
-        // the other.
-        let jobs = parts
-            .into_iter()
-            .zip(many_mut(models, &functions))
-            .zip(derives);
-        let work =
-            |k: &mut K,
-             d: &mut StepDelta,
-             ((mut part, model), mine): ((StepPart<'_>, Option<&mut K::Model>), bool)| {
+        let (labelled, need) = (&self.labelled, self.min_count.max(2));
+        // A chunk's merge and derivations touch only its own functions'
+        // histograms and models (the same stretch of functions), so chunks
+        // run on the worker threads (each with its own kernel's buffers)
+        // with the same result as one after the other. Each returns its
+        // functions that now have enough executions to be labelled and did
+        // not before (a few, in the first steps of a function).
+        let stretches = stretches_mut(models, chunks.iter().map(StepChunk::range));
+        let mut jobs = Vec::with_capacity(chunks.len());
+        let mut at = 0;
+        for (chunk, stretch) in chunks.into_iter().zip(stretches) {
+            let n = chunk.functions().len();
+            jobs.push((chunk, stretch, &derives[at..at + n]));
+            at += n;
+        }
+        let work = |k: &mut K, d: &mut StepDelta, (chunk, stretch, mine): MergeJob<'_, K>| {
+            let (models, base) = stretch;
+            let mut now_labelled = Vec::new();
+            for (mut part, &mine) in chunk.into_parts().zip(mine) {
                 let merged = part.merge(d);
+                let f = part.function;
+                if part.hist.count() >= need && !bits::contains(labelled, f as u32) {
+                    now_labelled.push(f as u32);
+                }
+                let model = f.checked_sub(base).and_then(|i| models.get_mut(i));
                 if let (true, true, Some(model)) = (merged, mine, model) {
-                    let f = part.function;
                     k.derive(model, part.hist, d, threshold_in(thresholds, f, default));
                 }
-            };
-        match pool {
-            Some(pool) if functions.len() > 1 => pool.install(|| {
-                jobs.collect::<Vec<_>>()
-                    .into_par_iter()
-                    .with_min_len(16)
-                    .for_each_init(
+            }
+            now_labelled
+        };
+        let now_labelled: Vec<Vec<u32>> = match pool {
+            Some(pool) if jobs.len() > 1 => pool.install(|| {
+                jobs.into_par_iter()
+                    .map_init(
                         || (kernel.clone(), StepDelta::default()),
                         |(k, d), job| work(k, d, job),
-                    );
+                    )
+                    .collect()
             }),
             _ => {
                 let d = &mut self.delta;
-                jobs.for_each(|job| work(kernel, d, job));
+                jobs.into_iter().map(|job| work(kernel, d, job)).collect()
             }
-        }
-        let (labelled, need) = (&mut self.labelled, self.min_count.max(2));
-        let global = &self.fine.global;
-        for &f in &functions {
-            if global.get(f).is_some_and(|h| h.count() >= need) {
-                bits::insert(labelled, f as u32);
-            }
+        };
+        for f in now_labelled.into_iter().flatten() {
+            bits::insert(&mut self.labelled, f);
         }
         if share {
             self.share_own();

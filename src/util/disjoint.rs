@@ -49,9 +49,52 @@ pub fn many_mut<'a, T>(items: &'a mut [T], indices: &[usize]) -> Vec<Option<&'a 
     out
 }
 
+/// The stretches `ranges` of `items` (increasing and disjoint), each as a
+/// mutable slice with the index of its first element: a range that
+/// overlaps the one before it or runs past the end is cut short (possibly
+/// to nothing).
+pub fn stretches_mut<T>(
+    items: &mut [T],
+    ranges: impl Iterator<Item = std::ops::Range<usize>>,
+) -> Vec<(&mut [T], usize)> {
+    let mut out = Vec::new();
+    let mut rest = items;
+    let mut base = 0usize;
+    for r in ranges {
+        let start = r.start.max(base);
+        let skip = (start - base).min(rest.len());
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip);
+        let len = r.end.saturating_sub(start).min(tail.len());
+        let (mine, tail) = tail.split_at_mut(len);
+        out.push((mine, start));
+        rest = tail;
+        base = start + len;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::many_mut;
+    use super::{many_mut, stretches_mut};
+
+    #[test]
+    fn stretches_are_cut_apart_in_order() {
+        let mut v: Vec<i32> = (0..10).collect();
+        let got: Vec<(Vec<i32>, usize)> =
+            stretches_mut(&mut v, [1..3, 3..4, 6..9, 8..12].into_iter())
+                .into_iter()
+                .map(|(s, b)| (s.to_vec(), b))
+                .collect();
+        assert_eq!(
+            got,
+            [
+                (vec![1, 2], 1),
+                (vec![3], 3),
+                (vec![6, 7, 8], 6),
+                (vec![9], 9)
+            ]
+        );
+    }
 
     #[test]
     fn borrows_each_index_once_in_the_given_order() {

@@ -26,7 +26,6 @@ use super::exact::Moments;
 use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
 use super::rebin::Piece;
 use crate::detect::Wire;
-use crate::util::disjoint::many_mut;
 use crate::util::slots::Touched;
 use rayon::prelude::*;
 use rayon::ThreadPool;
@@ -36,8 +35,8 @@ mod step_parts;
 mod wire;
 use counts::mark_group;
 pub use counts::Counts;
-pub use step_parts::StepPart;
 use step_parts::{on_chunks, CHUNK};
+pub use step_parts::{StepChunk, StepPart, MERGE_CHUNK};
 pub use wire::{lane_bits, push_lanes, read_lanes};
 
 /// log2 of the number of buckets per octave.
@@ -320,6 +319,9 @@ struct MergedRound {
     functions: Vec<usize>,
     heads: Vec<StepHead>,
     masks: Vec<u64>,
+    /// Where each function's round-2 words start, and the end of the
+    /// last one's (filled by the merge).
+    starts: Vec<usize>,
 }
 
 /// How much of the round-2 payload a function caused so far.
@@ -372,14 +374,14 @@ impl FineModel {
     /// Merges a reduced round. After round 1 it prepares round 2 (see
     /// [`FineModel::next_round`]), on `pool`'s threads if given, and
     /// returns `None`. After round 2 it returns the step's merge cut into
-    /// one independent [`StepPart`] per function of the wire, in wire
-    /// order, for the caller to run on whatever threads it likes (each
-    /// part changes only its own function's histogram).
+    /// independent [`StepChunk`]s of consecutive functions of the wire, in
+    /// wire order, for the caller to run on whatever threads it likes
+    /// (each chunk changes only its own functions' histograms).
     pub fn merge_round<'a>(
         &'a mut self,
         reduced: &'a Wire,
         pool: Option<&ThreadPool>,
-    ) -> Option<Vec<StepPart<'a>>> {
+    ) -> Option<Vec<StepChunk<'a>>> {
         match std::mem::take(&mut self.round) {
             Round::Idle => {
                 self.start_counts_round(reduced, pool);
@@ -395,8 +397,9 @@ impl FineModel {
                     functions,
                     heads,
                     masks,
+                    starts: std::mem::take(&mut self.merged.starts),
                 };
-                Some(self.step_parts(reduced))
+                Some(self.step_chunks(reduced))
             }
         }
     }

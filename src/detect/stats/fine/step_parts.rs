@@ -1,7 +1,9 @@
-//! A step's round-2 merge cut into independent parts, one per function,
-//! and the encoding of a step's wire in chunks of functions: what lets the
-//! reduction's work per function run on the AD rank's worker threads with
-//! the same result as one after the other.
+//! A step's round-2 merge cut into independent chunks of consecutive
+//! functions (each owning their stretch of global histograms, cut into one
+//! part per function where it runs), and the encoding of a step's wire in
+//! chunks of functions: what lets the reduction's work per function run on
+//! the AD rank's worker threads with the same result as one after the
+//! other.
 
 use super::*;
 
@@ -57,51 +59,160 @@ impl FineModel {
         w
     }
 
-    /// Round 2's merge cut per function: where each function's words lie
-    /// in `reduced` (the layout round 1 agreed), and mutable access to its
-    /// global histogram and traffic. Functions whose words the wire lacks
-    /// (a short wire) are left out, as are all after them.
-    pub(super) fn step_parts<'a>(&'a mut self, reduced: &'a Wire) -> Vec<StepPart<'a>> {
+    /// Round 2's merge cut into chunks of [`MERGE_CHUNK`] consecutive
+    /// functions of the wire: where each function's words lie in `reduced`
+    /// (the layout round 1 agreed), and mutable access to the chunk's
+    /// stretch of global histograms and traffic. Functions whose words the
+    /// wire lacks (a short wire) are left out, as are all after them. The
+    /// wire's functions increase, so each chunk's functions lie in a stretch
+    /// of the histograms of their own: cutting them apart is one walk over
+    /// the chunks, not a borrow per function.
+    pub(super) fn step_chunks<'a>(&'a mut self, reduced: &'a Wire) -> Vec<StepChunk<'a>> {
+        let FineModel {
+            global,
+            traffic,
+            merged,
+            ..
+        } = self;
         let MergedRound {
             functions,
             heads,
             masks,
-        } = &self.merged;
-        let mut spans = Vec::with_capacity(functions.len());
+            starts,
+        } = merged;
+        // Where each function's words start (and the end of the last).
+        starts.clear();
         let mut pos = 0usize;
         for head in heads.iter().take(functions.len()) {
             let len = head.words as usize;
             if pos + len > reduced.sum.len() {
                 break;
             }
-            spans.push(pos..pos + len);
+            starts.push(pos);
             pos += len;
         }
-        let fs = &functions[..spans.len()];
-        let hists = many_mut(&mut self.global, fs);
-        let traffic = many_mut(&mut self.traffic, fs);
-        fs.iter()
-            .zip(heads)
-            .zip(spans)
-            .zip(hists.into_iter().zip(traffic))
+        let n = starts.len();
+        starts.push(pos);
+        let (functions, heads, masks, starts): (
+            &'a [usize],
+            &'a [StepHead],
+            &'a [u64],
+            &'a [usize],
+        ) = (functions, heads, masks, starts);
+        let mut chunks = Vec::with_capacity(n.div_ceil(MERGE_CHUNK));
+        let (mut hists, mut traffic) = (&mut global[..], &mut traffic[..]);
+        let mut base = 0usize;
+        for first in (0..n).step_by(MERGE_CHUNK) {
+            let end = (first + MERGE_CHUNK).min(n);
+            let fs = &functions[first..end];
+            // Increasing and below the histograms' count (the wire's
+            // functions are), checked rather than trusted.
+            let (lo, hi) = (fs[0], fs[fs.len() - 1] + 1);
+            if lo < base || hi - base > hists.len().min(traffic.len()) {
+                break;
+            }
+            let (_, rest) = std::mem::take(&mut hists).split_at_mut(lo - base);
+            let (mine, rest) = rest.split_at_mut(hi - lo);
+            hists = rest;
+            let (_, rest) = std::mem::take(&mut traffic).split_at_mut(lo - base);
+            let (mine_t, rest) = rest.split_at_mut(hi - lo);
+            traffic = rest;
+            base = hi;
+            chunks.push(StepChunk {
+                functions: fs,
+                heads: &heads[first..end],
+                masks: &masks[first * MASK_WORDS..end * MASK_WORDS],
+                starts: &starts[first..=end],
+                words: &reduced.sum,
+                hists: mine,
+                traffic: mine_t,
+                base: lo,
+            });
+        }
+        chunks
+    }
+}
+
+/// Functions per [`StepChunk`]: a unit of the threads' work in the
+/// round-2 merge and the derivations after it (tens of µs).
+pub const MERGE_CHUNK: usize = 32;
+
+/// Consecutive functions of a step's round-2 merge (see
+/// [`FineModel::merge_round`]) with the stretch of global histograms from
+/// the first to the last of them: independent of every other chunk, so
+/// chunks can go to different threads.
+pub struct StepChunk<'a> {
+    functions: &'a [usize],
+    heads: &'a [StepHead],
+    masks: &'a [u64],
+    /// Where each function's words start in `words`, and the end of the
+    /// last one's.
+    starts: &'a [usize],
+    words: &'a [u64],
+    /// Global histograms and traffic of functions `base..base + len`.
+    hists: &'a mut [FineHist],
+    traffic: &'a mut [Traffic],
+    base: usize,
+}
+
+impl<'a> StepChunk<'a> {
+    /// The chunk's functions, increasing.
+    pub fn functions(&self) -> &[usize] {
+        self.functions
+    }
+
+    /// Whether some rank ran the chunk's `k`-th function this step.
+    pub fn has_data(&self, k: usize) -> bool {
+        self.heads.get(k).is_some_and(|h| h.n > 0)
+    }
+
+    /// The functions `start..end` the chunk's histograms cover (its first
+    /// function to its last).
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.base..self.base + self.hists.len()
+    }
+
+    /// The chunk cut per function, in order.
+    pub fn into_parts(self) -> impl Iterator<Item = StepPart<'a>> {
+        let StepChunk {
+            functions,
+            heads,
+            masks,
+            starts,
+            words,
+            hists,
+            traffic,
+            base,
+        } = self;
+        let mut rest = (hists, traffic, base);
+        // Every function lies in the chunk's stretch (checked when it was
+        // cut): the parts end at the first that would not.
+        functions
+            .iter()
             .enumerate()
-            .filter_map(|(k, (((&function, &head), span), (hist, traffic)))| {
+            .map_while(move |(k, &function)| {
+                let (hists, traffic, at) = std::mem::take(&mut rest);
+                let skip = function.checked_sub(at)?;
+                let (_, hists) = hists.split_at_mut(skip.min(hists.len()));
+                let (_, traffic) = traffic.split_at_mut(skip.min(traffic.len()));
+                let (hist, hists) = hists.split_first_mut()?;
+                let (traffic, rest_t) = traffic.split_first_mut()?;
+                rest = (hists, rest_t, function + 1);
                 Some(StepPart {
                     function,
-                    head,
+                    head: heads[k],
                     mask: &masks[k * MASK_WORDS..(k + 1) * MASK_WORDS],
-                    words: &reduced.sum[span],
-                    hist: hist?,
-                    traffic: traffic?,
+                    words: &words[starts[k]..starts[k + 1]],
+                    hist,
+                    traffic,
                 })
             })
-            .collect()
     }
 }
 
 /// One function's part of a step's round-2 merge (see
-/// [`FineModel::merge_round`]): its reduced words, and its global
-/// histogram to add them to.
+/// [`StepChunk::into_parts`]): its reduced words, and its global histogram
+/// to add them to.
 pub struct StepPart<'a> {
     /// The function.
     pub function: usize,

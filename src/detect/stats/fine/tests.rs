@@ -87,8 +87,10 @@ fn step(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>]) {
     let r2 = Wire::reduce_all(&w2);
     for m in ranks.iter_mut() {
         let mut d = StepDelta::default();
-        for mut part in m.merge_round(&r2, None).expect("round 2") {
-            part.merge(&mut d);
+        for chunk in m.merge_round(&r2, None).expect("round 2") {
+            for mut part in chunk.into_parts() {
+                part.merge(&mut d);
+            }
         }
         assert!(m.next_round().is_none());
     }
@@ -235,12 +237,14 @@ fn step_on_pool(ranks: &mut [FineModel], data: &[Vec<(u32, u64)>], pool: &Thread
     let w2: Vec<Wire> = ranks.iter_mut().map(|m| m.next_round().unwrap()).collect();
     let r2 = Wire::reduce_all(&w2);
     for m in ranks.iter_mut() {
-        let parts = m.merge_round(&r2, Some(pool)).expect("round 2");
+        let chunks = m.merge_round(&r2, Some(pool)).expect("round 2");
         pool.install(|| {
-            parts
+            chunks
                 .into_par_iter()
-                .for_each_init(StepDelta::default, |d, mut p| {
-                    p.merge(d);
+                .for_each_init(StepDelta::default, |d, c| {
+                    for mut p in c.into_parts() {
+                        p.merge(d);
+                    }
                 })
         });
     }
