@@ -301,3 +301,44 @@ fn rounds_on_threads_equal_rounds_on_one() {
         assert!(filled > 700, "{filled} functions with data");
     }
 }
+
+#[test]
+fn a_short_round_two_wire_merges_the_functions_it_covers_and_stops() {
+    // More functions than one merge chunk, every one active; the reduced
+    // round-2 wire loses its tail (as a truncated message would).
+    let nf = 2 * MERGE_CHUNK + 5;
+    let data: Vec<(u32, u64)> = (0..20 * nf as u64)
+        .map(|i| ((i % nf as u64) as u32, 10 + (i * 7919) % 5000))
+        .collect();
+    let mut m = FineModel::default();
+    m.ensure_functions(nf);
+    for &(f, v) in &data {
+        m.observe(f, v);
+    }
+    let r1 = Wire::reduce_all(&[m.take_partial(None)]);
+    assert!(m.merge_round(&r1, None).is_none());
+    let mut r2 = m.next_round().unwrap();
+    let full = r2.sum.len();
+    r2.sum.truncate(full * 3 / 4);
+    let mut d = StepDelta::default();
+    let mut merged = Vec::new();
+    for chunk in m.merge_round(&r2, None).expect("round 2") {
+        for mut part in chunk.into_parts() {
+            assert!(part.merge(&mut d));
+            merged.push(part.function);
+        }
+    }
+    // A prefix of the functions, in order, each exactly as observed; the
+    // rest untouched.
+    assert!(!merged.is_empty() && merged.len() < nf);
+    assert_eq!(merged, (0..merged.len()).collect::<Vec<_>>());
+    for f in 0..nf {
+        let mut direct = FineHist::default();
+        if f < merged.len() {
+            data.iter()
+                .filter(|&&(g, _)| g as usize == f)
+                .for_each(|&(_, v)| direct.push(v));
+        }
+        assert_eq!(m.global[f], direct, "function {f}");
+    }
+}
