@@ -6,28 +6,12 @@
 /// `None` for an index out of range or repeated (its first occurrence gets
 /// the borrow).
 pub fn many_mut<'a, T>(items: &'a mut [T], indices: &[usize]) -> Vec<Option<&'a mut T>> {
-    // A step's functions come in increasing order (the wire's order):
-    // then one walk along the slice hands out every borrow, no sort.
-    if indices.windows(2).all(|w| w[0] < w[1]) {
-        let mut out = Vec::with_capacity(indices.len());
-        let mut rest = items;
-        let mut base = 0usize;
-        for &i in indices {
-            let skip = (i - base).min(rest.len());
-            let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip);
-            match tail.split_first_mut() {
-                Some((item, tail)) => {
-                    out.push(Some(item));
-                    rest = tail;
-                    base = i + 1;
-                }
-                None => out.push(None),
-            }
-        }
-        return out;
-    }
     let mut order: Vec<usize> = (0..indices.len()).collect();
-    order.sort_by_key(|&k| (indices[k], k));
+    // A step's functions come in increasing order (the wire's order):
+    // then the walk below needs no sort.
+    if !indices.windows(2).all(|w| w[0] < w[1]) {
+        order.sort_by_key(|&k| (indices[k], k));
+    }
     let mut out: Vec<Option<&'a mut T>> = std::iter::repeat_with(|| None)
         .take(indices.len())
         .collect();

@@ -6,6 +6,7 @@
 //! other.
 
 use super::*;
+use crate::util::disjoint::{many_mut, stretches_mut};
 
 /// One chunk of a round-1 wire being written: its functions' `sum`,
 /// `min`, `max` and `or` words.
@@ -99,34 +100,34 @@ impl FineModel {
             &'a [u64],
             &'a [usize],
         ) = (functions, heads, masks, starts);
-        let mut chunks = Vec::with_capacity(n.div_ceil(MERGE_CHUNK));
-        let (mut hists, mut traffic) = (&mut global[..], &mut traffic[..]);
+        // Each chunk's functions and the stretch of histograms from its
+        // first to its last: increasing and below the histograms' count
+        // (the wire's functions are), checked rather than trusted.
+        let mut bounds = Vec::with_capacity(n.div_ceil(MERGE_CHUNK));
         let mut base = 0usize;
         for first in (0..n).step_by(MERGE_CHUNK) {
             let end = (first + MERGE_CHUNK).min(n);
-            let fs = &functions[first..end];
-            // Increasing and below the histograms' count (the wire's
-            // functions are), checked rather than trusted.
-            let (lo, hi) = (fs[0], fs[fs.len() - 1] + 1);
-            if lo < base || hi - base > hists.len().min(traffic.len()) {
+            let (lo, hi) = (functions[first], functions[end - 1] + 1);
+            if lo < base || hi > global.len().min(traffic.len()) {
                 break;
             }
-            let (_, rest) = std::mem::take(&mut hists).split_at_mut(lo - base);
-            let (mine, rest) = rest.split_at_mut(hi - lo);
-            hists = rest;
-            let (_, rest) = std::mem::take(&mut traffic).split_at_mut(lo - base);
-            let (mine_t, rest) = rest.split_at_mut(hi - lo);
-            traffic = rest;
+            bounds.push((first..end, lo..hi));
             base = hi;
+        }
+        let stretches = || bounds.iter().map(|(_, r)| r.clone());
+        let hists = stretches_mut(global, stretches());
+        let traffic = stretches_mut(traffic, stretches());
+        let mut chunks = Vec::with_capacity(bounds.len());
+        for (((fs, _), (hists, base)), (traffic, _)) in bounds.iter().zip(hists).zip(traffic) {
             chunks.push(StepChunk {
-                functions: fs,
-                heads: &heads[first..end],
-                masks: &masks[first * MASK_WORDS..end * MASK_WORDS],
-                starts: &starts[first..=end],
+                functions: &functions[fs.clone()],
+                heads: &heads[fs.clone()],
+                masks: &masks[fs.start * MASK_WORDS..fs.end * MASK_WORDS],
+                starts: &starts[fs.start..=fs.end],
                 words: &reduced.sum,
-                hists: mine,
-                traffic: mine_t,
-                base: lo,
+                hists,
+                traffic,
+                base,
             });
         }
         chunks
@@ -184,27 +185,23 @@ impl<'a> StepChunk<'a> {
             traffic,
             base,
         } = self;
-        let mut rest = (hists, traffic, base);
         // Every function lies in the chunk's stretch (checked when it was
         // cut): the parts end at the first that would not.
+        let at: Vec<usize> = functions.iter().map(|f| f.wrapping_sub(base)).collect();
+        let hists = many_mut(hists, &at);
+        let traffic = many_mut(traffic, &at);
         functions
             .iter()
+            .zip(hists.into_iter().zip(traffic))
             .enumerate()
-            .map_while(move |(k, &function)| {
-                let (hists, traffic, at) = std::mem::take(&mut rest);
-                let skip = function.checked_sub(at)?;
-                let (_, hists) = hists.split_at_mut(skip.min(hists.len()));
-                let (_, traffic) = traffic.split_at_mut(skip.min(traffic.len()));
-                let (hist, hists) = hists.split_first_mut()?;
-                let (traffic, rest_t) = traffic.split_first_mut()?;
-                rest = (hists, rest_t, function + 1);
+            .map_while(move |(k, (&function, (hist, traffic)))| {
                 Some(StepPart {
                     function,
                     head: heads[k],
                     mask: &masks[k * MASK_WORDS..(k + 1) * MASK_WORDS],
                     words: &words[starts[k]..starts[k + 1]],
-                    hist,
-                    traffic,
+                    hist: hist?,
+                    traffic: traffic?,
                 })
             })
     }
