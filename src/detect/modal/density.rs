@@ -397,17 +397,30 @@ fn segment_run(ws: &mut Workspace, start: usize, end: usize, modes: usize) -> us
     // where the density stops rising, a valley where it starts again.
     ws.peaks.clear();
     ws.valleys.clear();
+    // The comparisons of 64 neighbours at a time go into one word (no
+    // branch per cell); its bits where the direction changes are the
+    // peaks and valleys.
     let mut rising = true;
-    for j in start + 1..=end {
-        let r = d[j] > d[j - 1];
-        if rising != r {
-            if r {
-                ws.valleys.push(j - 1);
-            } else {
-                ws.peaks.push(j - 1);
-            }
-            rising = r;
+    let mut j0 = start + 1;
+    while j0 <= end {
+        let len = (end + 1 - j0).min(64);
+        let mut up = 0u64;
+        for (i, pair) in d[j0 - 1..j0 + len].windows(2).enumerate() {
+            up |= u64::from(pair[1] > pair[0]) << i;
         }
+        let before = (up << 1) | u64::from(rising);
+        let mut changes = (up ^ before) & (u64::MAX >> (64 - len));
+        while changes != 0 {
+            let i = changes.trailing_zeros() as usize;
+            if up >> i & 1 == 1 {
+                ws.valleys.push(j0 + i - 1);
+            } else {
+                ws.peaks.push(j0 + i - 1);
+            }
+            changes &= changes - 1;
+        }
+        rising = up >> (len - 1) & 1 == 1;
+        j0 += len;
     }
     if rising {
         ws.peaks.push(end);
