@@ -14,6 +14,7 @@
 
 use super::super::stats::fine::{bucket_bounds, FineHist, StepDelta, NUM_BUCKETS};
 use super::super::stats::memo::Memo;
+use crate::util::bits::set_bits;
 use std::iter::Peekable;
 use std::slice::Iter;
 use std::sync::OnceLock;
@@ -409,15 +410,14 @@ fn segment_run(ws: &mut Workspace, start: usize, end: usize, modes: usize) -> us
             up |= u64::from(pair[1] > pair[0]) << i;
         }
         let before = (up << 1) | u64::from(rising);
-        let mut changes = (up ^ before) & (u64::MAX >> (64 - len));
-        while changes != 0 {
-            let i = changes.trailing_zeros() as usize;
+        let changes = (up ^ before) & (u64::MAX >> (64 - len));
+        for i in set_bits(&[changes]) {
+            let at = j0 + i as usize - 1;
             if up >> i & 1 == 1 {
-                ws.valleys.push(j0 + i - 1);
+                ws.valleys.push(at);
             } else {
-                ws.peaks.push(j0 + i - 1);
+                ws.peaks.push(at);
             }
-            changes &= changes - 1;
         }
         rising = up >> (len - 1) & 1 == 1;
         j0 += len;

@@ -478,19 +478,9 @@ impl FineModel {
     }
 }
 
-/// Indices of the set bits of a mask, in increasing order.
+/// Indices of the set bits of a group mask, in increasing order.
 fn set_bits(mask: &[u64]) -> impl Iterator<Item = usize> + '_ {
-    mask.iter().enumerate().flat_map(|(w, &bits)| {
-        let mut b = bits;
-        std::iter::from_fn(move || {
-            if b == 0 {
-                return None;
-            }
-            let i = b.trailing_zeros() as usize;
-            b &= b - 1;
-            Some(w * 64 + i)
-        })
-    })
+    crate::util::bits::set_bits(mask).map(|g| g as usize)
 }
 
 #[cfg(test)]
