@@ -8,7 +8,7 @@
 //! them and its model shared with the others (`super::sharing`), bit for
 //! bit. Labelling then only reads the derived model.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -124,6 +124,11 @@ pub struct BinnedDetector<K: Kernel> {
     changed: Vec<usize>,
     /// The step delta of the merge when it runs on the main thread.
     delta: StepDelta,
+    /// Per worker thread of the pool: a copy of the kernel and a step
+    /// delta, kept from step to step so that their buffers and memos stay
+    /// warm (a memo only ever returns what its function returns: the copies
+    /// derive what the kernel would).
+    workers: Vec<Mutex<(K, StepDelta)>>,
 }
 
 impl<K: Kernel> BinnedDetector<K> {
@@ -141,6 +146,7 @@ impl<K: Kernel> BinnedDetector<K> {
             pool: None,
             changed: Vec::new(),
             delta: StepDelta::default(),
+            workers: Vec::new(),
         }
     }
 
@@ -259,6 +265,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
 
     fn set_ranks(&mut self, rank: usize, ranks: usize) {
         self.sharing.set_ranks(rank, ranks);
+        self.fine.set_single_rank(ranks == 1);
     }
 
     fn set_pool(&mut self, pool: Arc<rayon::ThreadPool>) {
@@ -277,6 +284,7 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
 
     fn merge_reduced(&mut self, reduced: &Wire) {
         let (kernel, models, sharing) = (&mut self.kernel, &mut self.models, &mut self.sharing);
+        let workers = &mut self.workers;
         let pool = self.pool.as_deref().filter(|p| p.current_num_threads() > 1);
         if sharing.awaiting() {
             self.decode_shared(reduced);
@@ -334,14 +342,29 @@ impl<K: Kernel> Detector for BinnedDetector<K> {
             now_labelled
         };
         let now_labelled: Vec<Vec<u32>> = match pool {
-            Some(pool) if jobs.len() > 1 => pool.install(|| {
-                jobs.into_par_iter()
-                    .map_init(
-                        || (kernel.clone(), StepDelta::default()),
-                        |(k, d), job| work(k, d, job),
-                    )
-                    .collect()
-            }),
+            Some(pool) if jobs.len() > 1 => {
+                let threads = pool.current_num_threads();
+                if workers.len() != threads {
+                    *workers = (0..threads)
+                        .map(|_| Mutex::new((kernel.clone(), StepDelta::default())))
+                        .collect();
+                }
+                let workers = &*workers;
+                pool.install(|| {
+                    jobs.into_par_iter()
+                        .map(|job| {
+                            // Each worker has its own: the lock is never
+                            // contended (a job calls no parallel work that
+                            // could start another job on this thread).
+                            let i = rayon::current_thread_index().unwrap_or(0) % threads;
+                            let mut mine =
+                                workers[i].lock().unwrap_or_else(PoisonError::into_inner);
+                            let (k, d) = &mut *mine;
+                            work(k, d, job)
+                        })
+                        .collect()
+                })
+            }
             _ => {
                 let d = &mut self.delta;
                 jobs.into_iter().map(|job| work(kernel, d, job)).collect()

@@ -94,6 +94,41 @@ impl<T> Touched<T> {
         self.live == 0
     }
 
+    /// Forgets every touch like [`Touched::reset`], but hands out the
+    /// values of functions `fs` (increasing; `None` for one not touched)
+    /// for the caller to use and then empty, on whatever threads it likes;
+    /// `clear` empties at once the values of touched functions that `fs`
+    /// lacks. A value the caller leaves full comes back full at a later
+    /// first touch.
+    pub fn take_all_mut(
+        &mut self,
+        fs: &[usize],
+        mut clear: impl FnMut(&mut T),
+    ) -> Vec<Option<&mut T>> {
+        let live = std::mem::take(&mut self.live);
+        // Where each touched value goes in the answer (the values lie in
+        // order of first touch, not of `fs`): one walk, no sort.
+        let mut place = vec![usize::MAX; live];
+        for (k, &f) in fs.iter().enumerate() {
+            if let Some(&s) = self.slot.get(f) {
+                if s > 0 && place[s as usize - 1] == usize::MAX {
+                    place[s as usize - 1] = k;
+                }
+            }
+        }
+        let mut out: Vec<Option<&mut T>> = std::iter::repeat_with(|| None).take(fs.len()).collect();
+        for ((f, v), &k) in self.entries[..live].iter_mut().zip(&place) {
+            self.slot[*f as usize] = 0;
+            match out.get_mut(k) {
+                Some(o) => *o = Some(v),
+                // A touched function the caller did not ask for (none when
+                // `fs` is the step's active set).
+                None => clear(v),
+            }
+        }
+        out
+    }
+
     /// Forgets every touch; `clear` empties each value, which stays for
     /// reuse.
     pub fn reset(&mut self, mut clear: impl FnMut(&mut T)) {
@@ -137,5 +172,26 @@ mod tests {
         t.reset(Vec::clear);
         assert_eq!(t.get(7), None);
         assert!(t.iter().next().is_none());
+    }
+
+    #[test]
+    fn taking_all_hands_out_the_asked_and_empties_the_rest() {
+        let mut t: Touched<Vec<u64>> = Touched::default();
+        t.entry(9).push(1);
+        t.entry(2).push(2);
+        t.entry(5).push(3);
+        let mut taken = t.take_all_mut(&[2, 4, 9], Vec::clear);
+        assert_eq!(taken.len(), 3);
+        assert_eq!(taken[0].as_deref(), Some(&vec![2]));
+        assert!(taken[1].is_none());
+        assert_eq!(taken[2].as_deref(), Some(&vec![1]));
+        taken.iter_mut().flatten().for_each(|v| v.clear());
+        assert!(t.is_empty());
+        assert_eq!(t.get(9), None);
+        // Every value comes back empty: the unasked one (5) was cleared.
+        for f in [7, 8, 6] {
+            assert!(t.entry(f).is_empty());
+        }
+        assert_eq!(t.len(), 3);
     }
 }

@@ -263,6 +263,10 @@ enum Round {
     /// Between steps.
     #[default]
     Idle,
+    /// On a single AD rank: the step's partial is its global share, and
+    /// the merge reads it where it is (no wire; see
+    /// [`FineModel::set_single_rank`]).
+    Own,
     /// Round 1 was reduced; these are the step's global count, extremes,
     /// widths and group masks per function, and round 2 (the power sums
     /// and counts) is to be sent.
@@ -310,6 +314,9 @@ pub struct FineModel {
     active: Option<Vec<u32>>,
     /// Round 1's layout of the round-2 wire being merged.
     merged: MergedRound,
+    /// Whether this is the only AD rank (see
+    /// [`FineModel::set_single_rank`]).
+    single: bool,
 }
 
 /// What round 1 agreed about the round-2 wire: its functions, in wire
@@ -346,6 +353,15 @@ impl FineModel {
         }
     }
 
+    /// Whether this is the only AD rank. Then the sum over ranks of a
+    /// step's partials is this rank's own, and a reduction would only
+    /// copy it through two wires: the step's wire is empty and the merge
+    /// adds the partial histograms to the global ones directly (the same
+    /// integer sums, so the same histograms, bit for bit).
+    pub fn set_single_rank(&mut self, single: bool) {
+        self.single = single;
+    }
+
     /// Adds one runtime (µs) of `function` to this rank's partial of the
     /// step (ignored for a function beyond [`FineModel::ensure_functions`]).
     #[inline]
@@ -376,13 +392,16 @@ impl FineModel {
     /// returns `None`. After round 2 it returns the step's merge cut into
     /// independent [`StepChunk`]s of consecutive functions of the wire, in
     /// wire order, for the caller to run on whatever threads it likes
-    /// (each chunk changes only its own functions' histograms).
+    /// (each chunk changes only its own functions' histograms). On a single
+    /// AD rank the step's (empty) wire is the only round, and the chunks
+    /// merge the partial itself.
     pub fn merge_round<'a>(
         &'a mut self,
         reduced: &'a Wire,
         pool: Option<&ThreadPool>,
     ) -> Option<Vec<StepChunk<'a>>> {
         match std::mem::take(&mut self.round) {
+            Round::Own => Some(self.own_chunks()),
             Round::Idle => {
                 self.start_counts_round(reduced, pool);
                 None
@@ -408,7 +427,7 @@ impl FineModel {
     pub fn next_round(&mut self) -> Option<Wire> {
         match &mut self.round {
             Round::Counts { wire, .. } => wire.take(),
-            Round::Idle => None,
+            Round::Idle | Round::Own => None,
         }
     }
 

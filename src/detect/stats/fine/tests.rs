@@ -342,3 +342,83 @@ fn a_short_round_two_wire_merges_the_functions_it_covers_and_stops() {
         assert_eq!(m.global[f], direct, "function {f}");
     }
 }
+
+/// One step of `m` (alone) on `data` with the given active set; each
+/// merged part's function, outcome and step delta.
+fn step_alone(
+    m: &mut FineModel,
+    data: &[(u32, u64)],
+    active: &[u32],
+) -> Vec<(usize, bool, ExactMoments, Vec<(usize, u64)>)> {
+    for &(f, v) in data {
+        m.observe(f, v);
+    }
+    m.set_active(Some(active));
+    let mut wire = m.take_partial(None);
+    let mut out = Vec::new();
+    loop {
+        let reduced = Wire::reduce_all(std::slice::from_ref(&wire));
+        if let Some(chunks) = m.merge_round(&reduced, None) {
+            let mut d = StepDelta::default();
+            for chunk in chunks {
+                for mut part in chunk.into_parts() {
+                    let merged = part.merge(&mut d);
+                    out.push((part.function, merged, d.moments, d.buckets.clone()));
+                }
+            }
+        }
+        match m.next_round() {
+            Some(next) => wire = next,
+            None => return out,
+        }
+    }
+}
+
+#[test]
+fn a_single_rank_merges_its_partial_as_the_wire_would() {
+    let mut seed = 11u64;
+    let mut next = |n: u64| crate::util::hash::splitmix64(&mut seed) % n;
+    let nf = 3 * MERGE_CHUNK;
+    let (mut wired, mut own) = (FineModel::default(), FineModel::default());
+    for m in [&mut wired, &mut own] {
+        m.ensure_functions(nf);
+    }
+    own.set_single_rank(true);
+    for s in 0..12 {
+        // Per function 0 to 5 runtimes (one or two: the extremes' fast
+        // path; the same bucket twice), some buckets many integers wide;
+        // in odd steps a few functions ran but are left off the wire, and
+        // some on it did not run.
+        let mut data = Vec::new();
+        for f in 0..nf as u32 {
+            let v = next(4000) << next(14);
+            for _ in 0..next(6) {
+                data.push((
+                    f,
+                    if next(3) == 0 {
+                        v
+                    } else {
+                        next(4000) << next(14)
+                    },
+                ));
+            }
+        }
+        let active: Vec<u32> = (0..nf as u32)
+            .filter(|&f| s % 2 == 0 || f % 7 != 3)
+            .collect();
+        let want = step_alone(&mut wired, &data, &active);
+        let got = step_alone(&mut own, &data, &active);
+        assert_eq!(got, want, "step {s}");
+        assert_eq!(own.global, wired.global, "step {s}");
+        assert_eq!(own.traffic, wired.traffic, "step {s}");
+    }
+    // Nothing of a step is left behind in the partial.
+    assert!(own.partial.is_empty());
+    assert!(own.partial.iter().next().is_none());
+    let w = own.take_partial(None);
+    assert!(w.sum.is_empty() && w.or.is_empty() && w.min.is_empty());
+    assert!(own.merge_round(&w, None).is_some_and(|c| c
+        .into_iter()
+        .flat_map(StepChunk::into_parts)
+        .all(|mut p| !p.merge(&mut StepDelta::default()))));
+}
