@@ -263,9 +263,10 @@ pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
         *e = origin + (j as u32) as f64 * step;
     }
     // Deposit each cell's count over the grid cells it overlaps (grid cell
-    // `j` at `mass[reach + j]`; zeros up to whole blocks of `convolve`).
+    // `j` at `mass[reach + j]`; zeros after the grid for a whole block of
+    // `convolve` past its last cell).
     ws.mass.clear();
-    ws.mass.resize(n.div_ceil(BLOCK) * BLOCK + 2 * reach, 0.0);
+    ws.mass.resize(n + BLOCK + 2 * reach, 0.0);
     let mass = &mut ws.mass[reach..reach + n];
     let (mut last_b, mut last_j1) = (f64::NAN, 0);
     let mut held = (n, 0);
@@ -297,7 +298,15 @@ pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
     }
     ws.density.clear();
     ws.density.resize(n, 0.0);
-    if ws.weights.iter().all(|w| w.is_finite()) {
+    if held.0 > held.1 {
+        // No cell overlaps the grid: no density.
+    } else if ws.weights.iter().all(|w| w.is_finite()) {
+        // Only the grid cells that hold mass: beyond them the density
+        // falls off strictly on both sides (every term shrinks with the
+        // distance, by a factor of at least e^(1/18) per cell), so those
+        // cells hold no peak or valley; they would join the first or last
+        // mode, and no cell's centre lies there. Left at zero, they are
+        // no mode's, and the modes are those of the whole grid.
         convolve(&ws.mass, &ws.weights, held, &mut ws.density);
     } else {
         // Never with a positive bandwidth; zeros times a non-finite weight
@@ -320,19 +329,21 @@ pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
 /// Grid cells whose sums [`convolve`] accumulates together in registers.
 const BLOCK: usize = 16;
 
-/// `density[k] = Σ_j mass[j]·w[|k − j|]`, the terms added in increasing
-/// `j` from 0 — the order in which scattering each grid cell's mass over
-/// its neighbours adds them. Only grid cells `held.0..=held.1` hold mass;
-/// every other term is `+0.0` (finite weights), and adding it leaves a
-/// (non-negative) sum as it is, so those terms may be added or left out:
-/// the sums are those of the scatter, bit for bit. `mass` holds `reach`
-/// zeros before the grid and at least as many after it, up to a whole
-/// number of blocks; blocks of [`BLOCK`] sums stay in registers while
-/// every weight that reaches mass is applied to them.
+/// `density[k] = Σ_j mass[j]·w[|k − j|]` for the grid cells `k` of
+/// `held.0..=held.1`, the only ones that hold mass (`density` elsewhere is
+/// left as it is), the terms added in increasing `j` from 0 — the order in
+/// which scattering each grid cell's mass over its neighbours adds them.
+/// Every term from outside `held` is `+0.0` (finite weights), and adding
+/// it leaves a (non-negative) sum as it is, so those terms may be added or
+/// left out: the sums are those of the scatter, bit for bit. `mass` holds
+/// `reach` zeros before the grid and at least `BLOCK + reach` after it;
+/// blocks of [`BLOCK`] sums stay in registers while every weight that
+/// reaches mass is applied to them.
 fn convolve(mass: &[f64], w: &[f64], held: (usize, usize), density: &mut [f64]) {
     let reach = w.len() - 1;
-    for (b, out) in density.chunks_mut(BLOCK).enumerate() {
-        let k0 = b * BLOCK;
+    let cells = &mut density[held.0..=held.1];
+    for (b, out) in cells.chunks_mut(BLOCK).enumerate() {
+        let k0 = held.0 + b * BLOCK;
         // Offsets t (grid cell k + t − reach) that reach a held cell from
         // some cell of the block.
         let t0 = (held.0 + reach).saturating_sub(k0 + BLOCK - 1);
