@@ -15,6 +15,7 @@
 use super::super::stats::fine::{bucket_bounds, FineHist, StepDelta, NUM_BUCKETS};
 use super::super::stats::memo::Memo;
 use crate::util::bits::set_bits;
+use crate::util::round::ceil_usize;
 use std::iter::Peekable;
 use std::slice::Iter;
 use std::sync::OnceLock;
@@ -227,7 +228,7 @@ pub(super) fn grid_for(cells: &[Cell], h: f64) -> (Grid, usize) {
     let origin = first - 4.0 * h;
     let span = last + 4.0 * h - origin;
     let mut step = h / 3.0;
-    let mut n = (span / step).ceil() as usize;
+    let mut n = ceil_usize(span / step);
     if n > MAX_GRID {
         n = MAX_GRID;
         step = span / n as f64;
@@ -248,7 +249,7 @@ pub(super) fn smooth(ws: &mut Workspace, h: f64) -> Grid {
         width: step,
     } = grid;
     // Gaussian kernel, truncated at 4 bandwidths.
-    let reach = ((4.0 * h / step).ceil() as usize).max(1);
+    let reach = ceil_usize(4.0 * h / step).max(1);
     ws.weights.clear();
     ws.weights
         .extend((0..=reach).map(|d| -0.5 * (d as f64 * step / h).powi(2)));

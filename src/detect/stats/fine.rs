@@ -26,6 +26,7 @@ use super::exact::Moments;
 use super::histogram::{BinWidth, Histogram, HistogramError, MAX_MERGED_BINS};
 use super::rebin::Piece;
 use crate::detect::Wire;
+use crate::util::round::ceil_usize;
 use crate::util::slots::Touched;
 use rayon::prelude::*;
 use rayon::ThreadPool;
@@ -190,7 +191,7 @@ impl FineHist {
         // is computed only when the rule needs it.
         let scott = || super::histogram::scott_width(m.variance(0).max(0.0).sqrt(), m.n as f64);
         let mut width = spec.resolve(min, max, scott);
-        if width == 0.0 || ((max - min) / width).ceil() > MAX_MERGED_BINS as f64 {
+        if width == 0.0 || ceil_usize((max - min) / width) > MAX_MERGED_BINS {
             width = BinWidth::FixedNbin(MAX_MERGED_BINS).resolve(min, max, || 0.0);
         }
         h.reset_grid(min, max, width, filled)?;

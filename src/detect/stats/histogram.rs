@@ -17,6 +17,7 @@
 //! reference's binning rules have many edge cases, each pinned by a test.
 
 use super::rebin::{rebin, Piece};
+use crate::util::round::ceil_usize;
 use serde_json::json;
 
 /// The first bin edge sits this fraction of a bin width below the minimum,
@@ -82,7 +83,7 @@ pub(super) fn width_for_nbins(min: f64, max: f64, k: usize) -> f64 {
 
 /// The "at most `max_bins`" correction of the reference.
 fn cap_width(w: f64, min: f64, max: f64, max_bins: usize) -> f64 {
-    if w == 0.0 || ((max - min) / w + LOWER_SHIFT).ceil() > max_bins as f64 {
+    if w == 0.0 || ceil_usize((max - min) / w + LOWER_SHIFT) > max_bins {
         width_for_nbins(min, max, max_bins)
     } else {
         w
@@ -354,11 +355,11 @@ impl Histogram {
             return Err(HistogramError::BadWidth(width));
         }
         let first_edge = min - LOWER_SHIFT * width;
-        let nbin = ((max - first_edge) / width).ceil();
-        if !(1.0..=1e8).contains(&nbin) {
-            return Err(HistogramError::TooManyBins(nbin));
+        let bins = (max - first_edge) / width;
+        let nbin = ceil_usize(bins);
+        if !(1..=100_000_000).contains(&nbin) {
+            return Err(HistogramError::TooManyBins(bins.ceil()));
         }
-        let nbin = nbin as usize;
         if self.counts.len() == nbin {
             filled.iter().for_each(|&b| self.counts[b] = 0);
         } else {
