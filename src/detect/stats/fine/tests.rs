@@ -343,13 +343,13 @@ fn a_short_round_two_wire_merges_the_functions_it_covers_and_stops() {
     }
 }
 
-/// One step of `m` (alone) on `data` with the given active set; each
-/// merged part's function, outcome and step delta.
-fn step_alone(
-    m: &mut FineModel,
-    data: &[(u32, u64)],
-    active: &[u32],
-) -> Vec<(usize, bool, ExactMoments, Vec<(usize, u64)>)> {
+/// A merged part's function, outcome, and step delta's moments and
+/// buckets.
+type Merged = (usize, bool, ExactMoments, Vec<(usize, u64)>);
+
+/// One step of `m` (alone) on `data` with the given active set; what each
+/// part merged.
+fn step_alone(m: &mut FineModel, data: &[(u32, u64)], active: &[u32]) -> Vec<Merged> {
     for &(f, v) in data {
         m.observe(f, v);
     }
