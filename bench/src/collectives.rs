@@ -233,8 +233,8 @@ pub(crate) fn collectives(b: &mut Bench) -> anyhow::Result<()> {
              model update (merging the reduced partials and re-deriving the active \
              functions' models: all of them on 1 rank; on P ranks the binned detectors \
              derive 1/P of them each and receive the others' models in one more round, an \
-             allgather, hence their larger reduce bytes from 2 ranks on; on 1 rank they send \
-             no reduction wire, the rank's partial being merged where it lies, so their reduce \
+             allgather, hence their larger reduce bytes from 2 ranks on; on 1 rank no detector \
+             sends a reduction wire, the rank's partial being merged where it lies, so the reduce \
              bytes there are the active set's alone); at 10^4 functions on 1 and 2 ranks every \
              detector is measured. 4 AD ranks are oversubscribed (2 \
              per core): their times include waiting for a core. No machine with more cores \

@@ -345,7 +345,8 @@ pub trait Detector: Send + Sync {
     /// step; 0 of 1 by default): a detector may deal work out over the
     /// ranks, such as deriving each changed function's model on one rank
     /// and sharing it (`sharing`), as long as every rank ends with the
-    /// same model.
+    /// same model; alone (`ranks` 1), it may send an empty wire and merge
+    /// its own partial in `merge_reduced`, the sum a reduction would give.
     fn set_ranks(&mut self, _rank: usize, _ranks: usize) {}
     /// The AD rank's worker threads, for work the detector can do per
     /// function in parallel (deriving the changed functions' models after

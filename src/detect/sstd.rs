@@ -43,6 +43,9 @@ pub struct Sstd {
     derived: Vec<Derived>,
     /// The functions of this step's wire (see [`Detector::set_active`]).
     active: Option<Vec<u32>>,
+    /// Whether this is the only AD rank: then the step's partial is its
+    /// global share, and the merge adds it where it lies (no wire).
+    single: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,6 +67,7 @@ impl Sstd {
             partial: Touched::default(),
             derived: Vec::new(),
             active: None,
+            single: false,
         }
     }
 
@@ -156,7 +160,16 @@ impl Detector for Sstd {
         self.active = active.map(<[u32]>::to_vec);
     }
 
+    fn set_ranks(&mut self, _rank: usize, ranks: usize) {
+        self.single = ranks == 1;
+    }
+
     fn take_partial(&mut self) -> Wire {
+        if self.single {
+            // The sum over ranks is this rank's partial: `merge_reduced`
+            // reads it where it is (the same integers a wire would carry).
+            return Wire::default();
+        }
         let fs = super::wire_functions(&self.active, self.global.len());
         let n = fs.len();
         let mut wire = Wire {
@@ -181,6 +194,19 @@ impl Detector for Sstd {
 
     fn merge_reduced(&mut self, reduced: &Wire) {
         let fs = super::wire_functions(&self.active, self.global.len());
+        if self.single {
+            for &f in &fs {
+                match self.partial.get(f) {
+                    Some(&step) if step.n > 0 => {
+                        self.global[f].merge(&step);
+                        self.refresh(f);
+                    }
+                    _ => {}
+                }
+            }
+            self.partial.reset(|m| *m = ExactMoments::default());
+            return;
+        }
         let n = reduced
             .min
             .len()
@@ -305,6 +331,45 @@ mod tests {
         let m = det.moments(0);
         let v = det.label(0, 1000);
         assert!((v.score - (1000.0 - m.mean()) / m.stddev(1)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_single_rank_merges_its_partial_as_the_wire_would() {
+        let (mut wired, mut own) = (
+            Sstd::new(SstdParams::default()),
+            Sstd::new(SstdParams::default()),
+        );
+        for d in [&mut wired, &mut own] {
+            d.set_ranks(0, 1);
+            d.ensure_functions(40);
+        }
+        wired.single = false;
+        let mut seed = 9u64;
+        let mut next = |n: u64| crate::util::hash::splitmix64(&mut seed) % n;
+        for s in 0..8 {
+            // Functions with 0 to 3 runtimes, some huge; in odd steps some
+            // ran but are off the wire, and some on it did not run.
+            let mut data = Vec::new();
+            for f in 0..40u32 {
+                for _ in 0..next(4) {
+                    data.push((f, next(5000) << next(40)));
+                }
+            }
+            let active: Vec<u32> = (0..40).filter(|f| s % 2 == 0 || f % 5 != 2).collect();
+            for d in [&mut wired, &mut own] {
+                for &(f, v) in &data {
+                    d.observe(f, v);
+                }
+                d.set_active(Some(&active));
+                let w = d.take_partial();
+                d.merge_reduced(&Wire::reduce_all(&[w]));
+            }
+            assert_eq!(own.digest(), wired.digest(), "step {s}");
+            for f in 0..40 {
+                assert_eq!(own.model_json(f), wired.model_json(f), "step {s}");
+            }
+        }
+        assert!(own.partial.is_empty());
     }
 
     #[test]
