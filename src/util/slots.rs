@@ -95,8 +95,9 @@ impl<T> Touched<T> {
     }
 
     /// Forgets every touch like [`Touched::reset`], but hands out the
-    /// values of functions `fs` (increasing; `None` for one not touched)
-    /// for the caller to use and then empty, on whatever threads it likes;
+    /// values of functions `fs` in the order of `fs` (`None` for one not
+    /// touched, or asked for again) for the caller to use and then empty,
+    /// on whatever threads it likes;
     /// `clear` empties at once the values of touched functions that `fs`
     /// lacks. A value the caller leaves full comes back full at a later
     /// first touch.
